@@ -1,0 +1,297 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Start emulated SGLang servers and the real sglang-router on loopback, for tests and demos.
+
+    pre = Emulator("prefill"); dec = Emulator("decode"); pre.start(); dec.start()
+    router = Router(prefill=[(pre.url, pre.bootstrap_port)], decode=[dec.url]).start()
+    router.wait_healthy(60)
+
+Every process gets its own session (process group) and log file; ``stop()`` ends that group.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import json
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EMULATOR = os.path.join(REPO, "tests", "emulator", "sglang_emulator.py")
+MODEL = "deepseek-v4-flash"
+MODEL_PATH = "deepseek-ai/DeepSeek-V4-Flash"
+PYTHON = sys.executable
+# Nothing may leave the machine: the router would fetch a tokenizer for the model path.
+OFFLINE_ENV = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
+
+_given_ports = set()
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (not handed out before by this process)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
+    raise RuntimeError("no free port found")
+
+
+def merge_args(defaults, overrides=(), drop=()):
+    """Command-line merge: ``overrides`` replace same-named flags of ``defaults`` (or are
+    appended); flags named in ``drop`` are removed. A flag's values are the tokens up to the
+    next ``--flag``."""
+    def groups(argv):
+        out = []
+        for token in argv:
+            token = str(token)
+            if token.startswith("--"):
+                out.append([token])
+            elif out:
+                out[-1].append(token)
+            else:
+                raise ValueError("argument %r does not follow a --flag" % token)
+        return out
+
+    merged = groups(defaults)
+    for group in groups(overrides):
+        for i, existing in enumerate(merged):
+            if existing[0] == group[0]:
+                merged[i] = group
+                break
+        else:
+            merged.append(group)
+    drop = set(drop)
+    return [token for group in merged if group[0] not in drop for token in group]
+
+
+def http_get(url, timeout=2.0):
+    """(status, body text); status 0 when the connection fails."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return 0, ""
+
+
+class _Process:
+    name = "process"
+
+    def __init__(self, env=None):
+        self.env = dict(env or {})
+        self.proc = None
+        self.log_path = None
+        self._log = None
+
+    def command(self):
+        raise NotImplementedError
+
+    def start(self):
+        if self.proc is not None:
+            raise RuntimeError("%s already started" % self.name)
+        env = dict(os.environ)
+        env.update(OFFLINE_ENV)
+        env.update(self.env)
+        fd, self.log_path = tempfile.mkstemp(prefix="pdserve-%s-" % self.name, suffix=".log")
+        self._log = os.fdopen(fd, "wb")
+        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env, cwd=REPO,
+                                     start_new_session=True)
+        return self
+
+    def stop(self, timeout=10):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log_tail(self, lines=40):
+        if not self.log_path or not os.path.exists(self.log_path):
+            return ""
+        with open(self.log_path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _ready_now(self):
+        raise NotImplementedError
+
+    def wait_healthy(self, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %s before it was healthy:\n%s"
+                                   % (self.name, self.proc.returncode, self.log_tail()))
+            if self._ready_now():
+                return self
+            time.sleep(0.1)
+        raise TimeoutError("%s not healthy after %ss:\n%s" % (self.name, timeout,
+                                                            self.log_tail()))
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Emulator(_Process):
+    """An emulated ``sglang.launch_server`` in mode prefill, decode or null."""
+
+    def __init__(self, mode, port=None, bootstrap_port=None, args=(), env=None, drop=()):
+        super().__init__(env)
+        self.mode = mode
+        self.name = "emulator-%s" % mode
+        self.port = port or free_port()
+        self.bootstrap_port = bootstrap_port or (free_port() if mode == "prefill" else None)
+        self.host = "127.0.0.1"
+        defaults = ["--model-path", MODEL_PATH, "--served-model-name", MODEL,
+                    "--host", self.host, "--port", str(self.port), "--tp-size", "1",
+                    "--disaggregation-mode", mode,
+                    "--disaggregation-transfer-backend", "nixl",
+                    "--reasoning-parser", "deepseek-v4", "--tool-call-parser", "deepseekv4",
+                    "--enable-metrics", "--log-level", "warning"]
+        if self.bootstrap_port:
+            defaults += ["--disaggregation-bootstrap-port", str(self.bootstrap_port)]
+        self.args = merge_args(defaults, args, drop)
+
+    @property
+    def url(self):
+        return "http://%s:%s" % (self.host, self.port)
+
+    def command(self):
+        return [PYTHON, EMULATOR] + self.args
+
+    def _ready_now(self):
+        return http_get(self.url + "/health", timeout=1.0)[0] == 200
+
+
+class Router(_Process):
+    """The real sglang-router (0.3.2) in PD mode."""
+
+    name = "router"
+
+    def __init__(self, prefill, decode, args=(), env=None, port=None, prometheus_port=None,
+                 drop=()):
+        super().__init__(env)
+        self.prefill = list(prefill)
+        self.decode = list(decode)
+        self.port = port or free_port()
+        self.prometheus_port = prometheus_port or free_port()
+        self.host = "127.0.0.1"
+        defaults = ["--pd-disaggregation", "--host", self.host, "--port", str(self.port),
+                    "--prometheus-host", "127.0.0.1",
+                    "--prometheus-port", str(self.prometheus_port),
+                    "--health-check-interval-secs", "1",
+                    "--worker-startup-check-interval", "1",
+                    "--worker-startup-timeout-secs", "60",
+                    "--log-level", "warn"]
+        self.args = merge_args(defaults, args, drop)
+
+    @property
+    def url(self):
+        return "http://%s:%s" % (self.host, self.port)
+
+    @property
+    def metrics_url(self):
+        return "http://127.0.0.1:%s/metrics" % self.prometheus_port
+
+    def command(self):
+        cmd = [PYTHON, "-m", "sglang_router.launch_router"] + self.args[:1]
+        for url, bootstrap_port in self.prefill:
+            cmd += ["--prefill", url] + ([str(bootstrap_port)] if bootstrap_port else [])
+        for url in self.decode:
+            cmd += ["--decode", url]
+        return cmd + self.args[1:]
+
+    def workers(self):
+        status, text = http_get(self.url + "/workers")
+        if status != 200:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    def _ready_now(self):
+        """Ready: /readiness answers 200 (the router has healthy prefill and decode workers)."""
+        return http_get(self.url + "/readiness", timeout=1.0)[0] == 200
+
+
+class PDStack:
+    """Prefill + decode emulators and (optionally) the router in front of them."""
+
+    model = MODEL
+
+    def __init__(self, prefill_args=(), decode_args=(), prefill_env=None, decode_env=None,
+                 router_args=(), router=True, prefill_drop=(), decode_drop=(), router_drop=(),
+                 drop=(), router_bootstrap_port=None):
+        self.prefill = Emulator("prefill", args=prefill_args, env=prefill_env,
+                                drop=tuple(drop) + tuple(prefill_drop))
+        self.decode = Emulator("decode", args=decode_args, env=decode_env,
+                               drop=tuple(drop) + tuple(decode_drop))
+        self.router = None
+        if router:
+            self.router = Router(
+                prefill=[(self.prefill.url, router_bootstrap_port or self.prefill.bootstrap_port)],
+                decode=[self.decode.url], args=router_args, drop=router_drop)
+
+    @property
+    def router_url(self):
+        return self.router.url if self.router else None
+
+    def start(self, timeout=60.0, wait_router=True):
+        try:
+            self.prefill.start()
+            self.decode.start()
+            if self.router:
+                self.router.start()
+            self.prefill.wait_healthy(timeout)
+            self.decode.wait_healthy(timeout)
+            if self.router and wait_router:
+                self.router.wait_healthy(timeout)
+        except Exception:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        for proc in (self.router, self.decode, self.prefill):
+            if proc is not None:
+                proc.stop()
+
+    def logs(self):
+        parts = []
+        for proc in (self.prefill, self.decode, self.router):
+            if proc is not None:
+                parts.append("---- %s ----\n%s" % (proc.name, proc.log_tail()))
+        return "\n".join(parts)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
