@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+"""Argument spec pieces shared by the HTTP modules (documented in doc_fragments/http.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.http import HttpClient
+
+
+def http_argument_spec():
+    """Options every module that talks to SGLang or the router takes."""
+    return dict(
+        api_key=dict(type='str', no_log=True),
+        validate_certs=dict(type='bool', default=True),
+        request_timeout=dict(type='float', default=30.0),
+    )
+
+
+def client_from_params(params, timeout=None):
+    """An HttpClient from the shared options."""
+    return HttpClient(
+        api_key=params.get('api_key'),
+        timeout=timeout if timeout is not None else params.get('request_timeout') or 30.0,
+        validate_certs=params.get('validate_certs', True),
+    )

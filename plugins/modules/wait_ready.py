@@ -1,0 +1,302 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: wait_ready
+short_description: Wait until SGLang model servers and PD routers really serve
+version_added: 0.1.0
+description:
+  - Waits for several SGLang endpoints at once (one thread each) and returns, per endpoint,
+    whether and after how many seconds it became ready.
+  - A model server (I(kind=server)) is ready when C(GET /health) answers 200 and it can generate.
+    A plain server gets a real one-token C(POST /generate). A prefill or decode server of a PD
+    deployment (C(disaggregation_mode) in C(/server_info)) cannot serve a request alone, so it must
+    answer C(GET /health_generate) with 200, which SGLang answers only after its engine produced one
+    token (with a fake KV bootstrap). The real end-to-end generation of a PD stack is checked at the router.
+  - A router (I(kind=router)) is ready when C(GET /workers) lists at least I(expected_prefill) healthy
+    prefill and I(expected_decode) healthy decode workers and a real chat completion through it
+    answers 200.
+  - When an endpoint names a systemd I(unit) that is failed, inactive or not found, or a I(pid) that is
+    gone, the module fails at once instead of waiting out the timeout, with the unit state and its
+    last journal lines.
+  - On timeout the failure names every endpoint that is not ready and what it last answered.
+author:
+  - pdserve.sglang developers
+extends_documentation_fragment:
+  - pdserve.sglang.http
+  - ansible.builtin.action_common_attributes
+options:
+  endpoints:
+    description:
+      - The endpoints to wait for, all at once.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      url:
+        description:
+          - Base URL, for example C(http://127.0.0.1:30000).
+        type: str
+        required: true
+      kind:
+        description:
+          - C(server) for a model server (plain, prefill or decode), C(router) for the router.
+        type: str
+        choices: [server, router]
+        default: server
+      name:
+        description:
+          - Name used in results and messages. Defaults to I(unit), else the host and port of I(url).
+        type: str
+      unit:
+        description:
+          - systemd unit that runs the endpoint. When it is failed, inactive or not found, fail at once.
+          - Needs C(systemctl) and C(journalctl) on the target host.
+        type: str
+      pid:
+        description:
+          - Process id of an endpoint that does not run under systemd. When the process is gone, fail at once.
+        type: int
+      expected_prefill:
+        description:
+          - Router only. Healthy prefill workers the router must list.
+          - With I(expected_prefill=0) and I(expected_decode=0) any healthy worker will do (a non-PD router).
+        type: int
+        default: 1
+      expected_decode:
+        description:
+          - Router only. Healthy decode workers the router must list.
+        type: int
+        default: 1
+      model:
+        description:
+          - Router only. Model name for the test request; by default the first entry of C(GET /v1/models).
+        type: str
+  timeout:
+    description:
+      - Seconds to wait for all endpoints together. Loading a large model takes minutes.
+    type: float
+    default: 900
+  interval:
+    description:
+      - Seconds between probes of one endpoint. Failing generation probes back off up to 5 seconds
+        so a router is not pushed into its circuit breaker.
+    type: float
+    default: 0.25
+  generate:
+    description:
+      - Require a real generation (see above). With C(false) a server is ready on C(/health) 200 and
+        a router on its worker counts.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the module probes each endpoint once, read-only (C(/health), C(/workers),
+        unit state; no generation), does not wait and does not fail when an endpoint is not ready.
+  diff_mode:
+    support: none
+notes:
+  - The module never changes anything; it always reports C(changed=false).
+seealso:
+  - module: pdserve.sglang.validate_chat
+'''
+
+EXAMPLES = r'''
+- name: Wait for the PD stack (servers under systemd, router last)
+  pdserve.sglang.wait_ready:
+    endpoints:
+      - url: http://127.0.0.1:30000
+        unit: sglang-prefill.service
+      - url: http://127.0.0.1:30002
+        unit: sglang-decode.service
+      - url: http://127.0.0.1:30001
+        kind: router
+        unit: sglang-router.service
+        expected_prefill: 1
+        expected_decode: 1
+    timeout: 1800
+  register: __sglang_ready
+
+- name: Show how long each part took
+  ansible.builtin.debug:
+    msg: "{{ __sglang_ready.endpoints | items2dict(key_name='name', value_name='seconds') }}"
+
+- name: Wait for a server started by hand (no systemd)
+  pdserve.sglang.wait_ready:
+    endpoints:
+      - url: http://127.0.0.1:30000
+        pid: "{{ __server_pid }}"
+    timeout: 600
+'''
+
+RETURN = r'''
+endpoints:
+  description: One entry per endpoint, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Endpoint name.
+      type: str
+      sample: sglang-prefill.service
+    url:
+      description: Base URL.
+      type: str
+      sample: http://127.0.0.1:30000
+    kind:
+      description: C(server) or C(router).
+      type: str
+      sample: server
+    ready:
+      description: Whether the endpoint became ready.
+      type: bool
+      sample: true
+    seconds:
+      description: Seconds from the module start until the endpoint was ready; null when it was not.
+      type: float
+      sample: 42.17
+    last_status:
+      description: What the endpoint last answered (request, status code, body excerpt or connection error).
+      type: str
+      sample: GET /health_generate -> 200
+    details:
+      description: >-
+        What was learned: C(disaggregation_mode), C(model), C(generation) (how generation was checked),
+        C(workers) (router: healthy/total per worker type), C(attempts).
+      type: dict
+      sample: {"disaggregation_mode": "prefill", "attempts": 12}
+    unit:
+      description: The systemd unit, when given.
+      type: str
+      returned: when I(unit) was given
+    unit_state:
+      description: Last C(systemctl show) properties (LoadState, ActiveState, SubState, Result, ExecMainStatus, NRestarts).
+      type: dict
+      returned: when I(unit) was given
+      sample: {"ActiveState": "failed", "SubState": "failed", "Result": "exit-code"}
+    journal:
+      description: Last journal lines of the unit.
+      type: list
+      elements: str
+      returned: when the unit failed or stopped
+    failure:
+      description: Why waiting stopped early for this endpoint.
+      type: str
+      returned: when the unit or process is gone
+elapsed:
+  description: Seconds the module waited in total.
+  returned: always
+  type: float
+  sample: 43.02
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
+    client_from_params,
+    http_argument_spec,
+)
+from ansible_collections.pdserve.sglang.plugins.module_utils.readiness import (
+    Endpoint,
+    SystemdInspector,
+    Waiter,
+    failure_message,
+)
+
+
+def argument_spec():
+    spec = http_argument_spec()
+    spec.update(
+        endpoints=dict(
+            type='list', elements='dict', required=True,
+            options=dict(
+                url=dict(type='str', required=True),
+                kind=dict(type='str', choices=['server', 'router'], default='server'),
+                name=dict(type='str'),
+                unit=dict(type='str'),
+                pid=dict(type='int'),
+                expected_prefill=dict(type='int', default=1),
+                expected_decode=dict(type='int', default=1),
+                model=dict(type='str'),
+            ),
+        ),
+        timeout=dict(type='float', default=900),
+        interval=dict(type='float', default=0.25),
+        generate=dict(type='bool', default=True),
+    )
+    return spec
+
+
+def validate_params(module):
+    params = module.params
+    if params['timeout'] <= 0:
+        module.fail_json(msg='timeout must be greater than 0, got %s' % params['timeout'])
+    if params['interval'] <= 0:
+        module.fail_json(msg='interval must be greater than 0, got %s' % params['interval'])
+    if not params['endpoints']:
+        module.fail_json(msg='endpoints is empty: give at least one endpoint to wait for')
+    names = set()
+    for item in params['endpoints']:
+        if not item['url'].startswith(('http://', 'https://')):
+            module.fail_json(msg='endpoint url %r must start with http:// or https://' % item['url'])
+        if item['expected_prefill'] < 0 or item['expected_decode'] < 0:
+            module.fail_json(msg='expected_prefill and expected_decode must not be negative (%s)' % item['url'])
+        if item['pid'] is not None and item['pid'] <= 0:
+            module.fail_json(msg='pid must be a positive process id, got %s (%s)' % (item['pid'], item['url']))
+        name = Endpoint.from_option(item).name
+        if name in names:
+            module.fail_json(msg='endpoint name %r appears twice: give each endpoint its own name' % name)
+        names.add(name)
+
+
+def make_inspector(module, endpoints):
+    if not any(ep.unit for ep in endpoints):
+        return None
+    systemctl = module.get_bin_path('systemctl')
+    journalctl = module.get_bin_path('journalctl')
+    if not systemctl:
+        module.fail_json(msg='an endpoint names a systemd unit, but systemctl is not on this host')
+
+    def run(args):
+        return module.run_command(args, check_rc=False, environ_update={'SYSTEMD_PAGER': '', 'LC_ALL': 'C'})
+
+    return SystemdInspector(run, systemctl=systemctl, journalctl=journalctl or 'journalctl')
+
+
+def run_module(module):
+    """The module body, separate from main() so tests can drive it with a module double."""
+    validate_params(module)
+    params = module.params
+    endpoints = [Endpoint.from_option(item) for item in params['endpoints']]
+    client = client_from_params(params)
+    inspector = make_inspector(module, endpoints)
+    waiter = Waiter(endpoints, client, timeout=params['timeout'], interval=params['interval'],
+                    generate=params['generate'] and not module.check_mode, inspector=inspector)
+    if module.check_mode:
+        states = waiter.probe_once()
+        module.exit_json(changed=False, endpoints=[s.as_dict() for s in states],
+                         elapsed=round(waiter.elapsed, 3),
+                         msg='check mode: one read-only probe, no waiting')
+    states, outcome = waiter.run()
+    result = dict(changed=False, endpoints=[s.as_dict() for s in states], elapsed=round(waiter.elapsed, 3))
+    if outcome != 'ready':
+        module.fail_json(msg=failure_message(states, outcome, params['timeout']), **result)
+    module.exit_json(msg='all %d endpoints ready in %.2fs' % (len(states), waiter.elapsed), **result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_module(module)
+
+
+if __name__ == '__main__':
+    main()
