@@ -299,6 +299,14 @@ def argument_spec():
     )
 
 
+def _find(module, name, extra_dirs):
+    """PATH (and the sbin directories) first, then the usual driver/toolkit directories.
+
+    get_bin_path searches its opt_dirs before PATH, so the fallbacks are a second search.
+    """
+    return module.get_bin_path(name) or module.get_bin_path(name, opt_dirs=extra_dirs)
+
+
 def _executable(path):
     return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
 
@@ -333,7 +341,7 @@ def run_module():
     if nvcc and not _executable(nvcc):
         module.fail_json(msg="nvcc_path %s does not exist or is not executable." % nvcc)
     if not nvcc:
-        nvcc = module.get_bin_path("nvcc", opt_dirs=NVCC_DIRS)
+        nvcc = _find(module, "nvcc", NVCC_DIRS)
 
     nvidia_smi = params["nvidia_smi_path"]
     if nvidia_smi:
@@ -343,7 +351,7 @@ def run_module():
                 "nvidia-smi, or leave it unset to search PATH." % nvidia_smi
             )
     else:
-        nvidia_smi = module.get_bin_path("nvidia-smi", opt_dirs=NVIDIA_SMI_DIRS)
+        nvidia_smi = _find(module, "nvidia-smi", NVIDIA_SMI_DIRS)
 
     if not nvidia_smi:
         msg = (

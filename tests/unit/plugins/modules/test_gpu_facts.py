@@ -262,3 +262,21 @@ def test_unknown_option_is_rejected(module_env, tmp_path):
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "h200x2"), "gpus": [0]})
     assert result["failed"] is True
     assert "gpus" in result["msg"]
+
+
+def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatch, tmp_path):
+    on_path = tmp_path / "on-path"
+    fallback = tmp_path / "cuda-bin"
+    on_path.mkdir()
+    fallback.mkdir()
+    fake_nvcc(on_path, "blackwell8x")  # 12.9
+    fake_nvcc(fallback, "h200x2")  # 13.0
+    fake_smi(fallback, "h200x2")
+    monkeypatch.setenv("PATH", str(on_path))
+    monkeypatch.setattr(gpu_facts, "NVCC_DIRS", [str(fallback)])
+    monkeypatch.setattr(gpu_facts, "NVIDIA_SMI_DIRS", [str(fallback)])
+    result = run({"sysfs_root": sysfs("h200x2")})
+    assert result["cuda_toolkit_version"] == "12.9"
+    assert result["nvcc_path"] == str(on_path / "nvcc")
+    assert result["nvidia_smi_path"] == str(fallback / "nvidia-smi")  # not on PATH: found in the fallback
+    assert result["gpu_count"] == 2
