@@ -63,6 +63,9 @@ ARITHMETIC = re.compile(r'(-?\d+)\s*([-+*/x\u00d7])\s*(-?\d+)')
 CAUSE_REASONING_LEAKED = 'reasoning leaked into content: is --reasoning-parser set on the decode server?'
 CAUSE_THINKING_NOT_SEPARATED = ('thinking not separated: reasoning_content is empty; does the chat template '
                                 'honour chat_template_kwargs.thinking?')
+CAUSE_THINKING_NOT_SEPARATED_ALL = ('thinking not separated: the whole output is in reasoning_content and content is '
+                                    'empty (the model never closed a thinking block); does the chat template honour '
+                                    'chat_template_kwargs.thinking?')
 CAUSE_TOOL_AS_TEXT = ('tool call returned as text: check --tool-call-parser on the decode server '
                       '(prefill and decode must use the same parser)')
 CAUSE_INVALID_JSON = 'tool arguments are not valid JSON'
@@ -138,6 +141,10 @@ def diagnose_http_failure(status, body_json, body_text, headers=None, error=None
     """
     headers = dict((k.lower(), v) for k, v in (headers or {}).items())
     if status is None:
+        if error == 'timed out':
+            return ('no answer: timed out',
+                    'no answer in time: the endpoint accepted the request but nothing completed it '
+                    '(a hung or failing prefill/decode server behind the router? see their logs)')
         return ('no answer: %s' % error,
                 'nothing answered (%s): is the router (or server) running and listening on this address?' % error)
     code = headers.get('x-smg-error-code')
@@ -172,7 +179,10 @@ def diagnose_http_failure(status, body_json, body_text, headers=None, error=None
     if status == 404 and 'model' in lowered:
         return evidence, 'model not found: check the model option against GET /v1/models'
     if status >= 500:
-        what = code or 'no error code'
+        what = code
+        if not what:
+            inner = re.findall(r'"message"\s*:\s*"([^"]+)"', body_text or '')
+            what = 'no error code, message %s' % _short(inner[-1] if inner else (message or body_text), 100)
         extra = ''
         if 'circuit' in lowered:
             extra = ' (circuit breaker open after earlier failures)'
@@ -327,8 +337,10 @@ def check_thinking(msg, prompt=None, stream=False):
     if THINK_MARKUP.search(reasoning):
         return result(False, evidence, 'think markup inside reasoning_content: reasoning parser mismatch')
     if not content.strip():
-        return result(False, evidence, 'no answer after the reasoning: content is empty (max_tokens too small, '
-                                       'or the reasoning parser never saw the end of thinking)')
+        if msg.get('finish_reason') == 'length':
+            return result(False, evidence, 'no answer after the reasoning: cut at max_tokens while thinking '
+                                           '(raise max_tokens)')
+        return result(False, evidence, CAUSE_THINKING_NOT_SEPARATED_ALL)
     probe = ' '.join(reasoning.split())[:40]
     if len(probe) >= 20 and probe in ' '.join(content.split()):
         return result(False, evidence, CAUSE_REASONING_LEAKED + ' (the reasoning text is repeated in content)')
