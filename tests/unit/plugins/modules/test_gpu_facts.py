@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import stat
 import sys
@@ -280,3 +281,19 @@ def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatc
     assert result["nvcc_path"] == str(on_path / "nvcc")
     assert result["nvidia_smi_path"] == str(fallback / "nvidia-smi")  # not on PATH: found in the fallback
     assert result["gpu_count"] == 2
+
+
+def test_replay_of_real_h200x1_run_gives_what_the_real_host_returned(module_env, tmp_path):
+    """h200x1 was captured on a GPU machine together with the module's real result there."""
+    with open(os.path.join(FIXTURES, "h200x1", "gpu_facts-result.json")) as handle:
+        real = json.load(handle)
+    result = run({
+        "nvidia_smi_path": fake_smi(tmp_path, "h200x1"),
+        "nvcc_path": fake_nvcc(tmp_path, "h200x1"),
+        "sysfs_root": sysfs("h200x1"),
+    })
+    for key in ("nvidia_smi_path", "nvcc_path"):  # where the tools lie differs, nothing else may
+        assert real.pop(key).startswith("/usr/local/")
+        result.pop(key)
+    assert json.loads(json.dumps(result)) == real
+    assert real["gpus"][0]["numa_node"] is None and real["gpu_count"] == 1
