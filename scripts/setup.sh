@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Set up everything the demo and the tests need, on Debian 12 (or a close Ubuntu) as root.
+# Idempotent: each step checks first and does nothing when its result is already in place.
+#
+#   apt packages   podman, runc, debootstrap, numactl, ... (apt-get update only when one is missing)
+#   .venv          from requirements.txt; pip runs only when the file's hash changed
+#   collections    containers.podman, ansible.posix, community.general unpacked from PyPI's
+#                  ansible==ANSIBLE_BUNDLE_VERSION into .cache/collections, plus the link
+#                  .cache/collections/ansible_collections/pdserve/sglang -> the repository root
+#   podman         .cache/containers.conf (runc, ulimits this machine allows)
+#   test image     localhost/pdserve-systemd:bookworm (tests/platform/build-image.sh)
+#   wheelhouse     scripts/wheelhouse.sh, when present
+#
+# Machine-level caches live in ${PDSERVE_CACHE:-/var/cache/pdserve} and survive fresh clones.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
+ANSIBLE_BUNDLE_VERSION=12.3.0
+BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
+APT_PACKAGES=(podman runc netavark aardvark-dns debootstrap numactl rsync git ca-certificates
+  python3 python3-venv)
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+start=$SECONDS
+
+# --- apt packages -------------------------------------------------------------------------------
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  [[ $(id -u) == 0 ]] || die "missing apt packages (${missing[*]}); run this script as root"
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # podman's recommended helpers (conmon, catatonit, slirp4netns, ...) come with podman itself.
+  apt-get install -y -qq podman >/dev/null
+else
+  say "apt packages present"
+fi
+
+# --- Python virtual environment -----------------------------------------------------------------
+mkdir -p .cache "$PDSERVE_CACHE"/{images,wheelhouse,ansible-bundle}
+python=${PDSERVE_PYTHON:-$(command -v python3.11 || command -v python3)}
+if [[ ! -x .venv/bin/python ]]; then
+  "$python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' \
+    || die "$python is older than 3.11 (set PDSERVE_PYTHON)"
+  say "creating .venv with $("$python" --version)"
+  "$python" -m venv .venv
+fi
+req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [[ $(cat .venv/.requirements.sha256 2>/dev/null) != "$req_hash" ]]; then
+  say "pip install -r requirements.txt"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$req_hash" >.venv/.requirements.sha256
+else
+  say ".venv matches requirements.txt"
+fi
+
+# --- Ansible collections from PyPI's ansible bundle (Galaxy is not reachable) -------------------
+coll_root=.cache/collections/ansible_collections
+stamp=.cache/collections/.bundle-$ANSIBLE_BUNDLE_VERSION-$(printf '%s,' "${BUNDLE_COLLECTIONS[@]}" | sha256sum | cut -c1-8)
+if [[ ! -e $stamp ]]; then
+  bundle_dir=$PDSERVE_CACHE/ansible-bundle
+  wheel=$(ls "$bundle_dir"/ansible-"$ANSIBLE_BUNDLE_VERSION"-*.whl 2>/dev/null | head -n1 || true)
+  if [[ -z $wheel ]]; then
+    say "pip download ansible==$ANSIBLE_BUNDLE_VERSION (about 54 MB, once per machine)"
+    .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      -d "$bundle_dir" "ansible==$ANSIBLE_BUNDLE_VERSION"
+    wheel=$(ls "$bundle_dir"/ansible-"$ANSIBLE_BUNDLE_VERSION"-*.whl | head -n1)
+  fi
+  say "unpacking ${BUNDLE_COLLECTIONS[*]} from $(basename "$wheel")"
+  for c in "${BUNDLE_COLLECTIONS[@]}"; do rm -rf "${coll_root:?}/$c"; done
+  .venv/bin/python - "$wheel" "$coll_root" "${BUNDLE_COLLECTIONS[@]}" <<'PY'
+import sys, zipfile
+from pathlib import Path
+
+wheel, dest, *wanted = sys.argv[1:]
+prefixes = tuple(f"ansible_collections/{c}/" for c in wanted)
+found = set()
+with zipfile.ZipFile(wheel) as zf:
+    for info in zf.infolist():
+        if info.filename.startswith(prefixes) and not info.is_dir():
+            rel = Path(info.filename).relative_to("ansible_collections")
+            target = Path(dest) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+            found.add("/".join(rel.parts[:2]))
+missing = set(wanted) - found
+if missing:
+    sys.exit(f"not in {wheel}: {sorted(missing)}")
+PY
+  rm -f .cache/collections/.bundle-*
+  touch "$stamp"
+else
+  say "collections present (ansible $ANSIBLE_BUNDLE_VERSION bundle)"
+fi
+mkdir -p "$coll_root/pdserve"
+if [[ $(readlink "$coll_root/pdserve/sglang" 2>/dev/null) != ../../../.. ]]; then
+  rm -rf "$coll_root/pdserve/sglang"
+  ln -s ../../../.. "$coll_root/pdserve/sglang"
+  say "linked $coll_root/pdserve/sglang -> repository root"
+fi
+
+# --- podman configuration and the systemd test image --------------------------------------------
+sed "s/@NOFILE@/$(ulimit -Hn)/g" tests/platform/containers.conf.in >.cache/containers.conf.new
+if cmp -s .cache/containers.conf.new .cache/containers.conf; then
+  rm .cache/containers.conf.new
+else
+  mv .cache/containers.conf.new .cache/containers.conf
+  say "wrote .cache/containers.conf (runc, nofile=$(ulimit -Hn))"
+fi
+export CONTAINERS_CONF=$ROOT/.cache/containers.conf PDSERVE_CACHE
+bash tests/platform/build-image.sh
+
+# --- wheelhouse for containers and air-gapped hosts ---------------------------------------------
+if [[ -f scripts/wheelhouse.sh ]]; then
+  bash scripts/wheelhouse.sh
+fi
+
+say "ready in $((SECONDS - start)) s (use: source scripts/env.sh)"
