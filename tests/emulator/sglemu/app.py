@@ -1,4 +1,4 @@
-"""The HTTP API of an SGLang server (FastAPI, like SGLang's http_server.py)."""
+"""The HTTP API of an SGLang server (FastAPI + uvicorn, like SGLang's http_server.py)."""
 import asyncio
 import json
 import logging
@@ -16,6 +16,10 @@ from .metrics import Metrics
 
 log = logging.getLogger("sglang_emulator")
 VERSION = "0.5.23"
+# Model-behaviour knobs: set on the prefill they travel with the request state to the decode
+# server (the decode server's own settings win).
+MODEL_KNOBS = ("SGLANG_EMULATOR_TOOL_ARGS", "SGLANG_EMULATOR_TOOL_NAME",
+               "SGLANG_EMULATOR_TOOL_FORMAT", "SGLANG_EMULATOR_IGNORE_THINKING")
 
 
 def env_float(env, name, default):
@@ -25,14 +29,21 @@ def env_float(env, name, default):
     return float(value)
 
 
-def error_response(message, status=400, err_type=None, param=None):
-    """OpenAI-shaped error body as SGLang's create_error_response writes it."""
+def error_body(message, status, err_type=None, param=None):
     if err_type is None:
         err_type = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError",
                     503: "ServiceUnavailableError"}.get(status, "InternalServerError")
-    body = {"object": "error", "message": message, "type": err_type, "param": param,
+    return {"object": "error", "message": message, "type": err_type, "param": param,
             "code": status}
-    return JSONResponse(body, status_code=status)
+
+
+def error_response(message, status=400, err_type=None, param=None):
+    """OpenAI-shaped error as SGLang's create_error_response writes it."""
+    return JSONResponse(error_body(message, status, err_type, param), status_code=status)
+
+
+def sse(payload):
+    return "data: %s\n\n" % json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 def _first(value):
@@ -48,14 +59,19 @@ class Server:
         self.args = args
         self.env = dict(os.environ if env is None else env)
         self.mode = args.disaggregation_mode
+        self.fake_transfer = args.disaggregation_transfer_backend == "fake"
         self.started = time.monotonic()
         self.load_delay = env_float(self.env, "SGLANG_EMULATOR_LOAD_DELAY", 0.0)
         self.never_ready = self.env.get("SGLANG_EMULATOR_NEVER_READY") == "1"
         self.hang = self.env.get("SGLANG_EMULATOR_HANG") == "1"
         self.fail_5xx = self.env.get("SGLANG_EMULATOR_FAIL_5XX") == "1"
-        self.ignore_thinking = self.env.get("SGLANG_EMULATOR_IGNORE_THINKING") == "1"
         self.bootstrap_timeout = env_float(self.env, "SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT", 10.0)
         self.token_delay = env_float(self.env, "SGLANG_EMULATOR_TOKEN_DELAY", 0.002)
+        self.health_timeout = env_float(self.env, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0)
+        self.health_generates = self.env.get(
+            "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "").lower() in ("1", "true")
+        self.log_requests = self.env.get("SGLANG_EMULATOR_LOG_REQUESTS") == "1"
+        self.knobs = {k: self.env[k] for k in MODEL_KNOBS if self.env.get(k)}
         engine = {"prefill": "prefill", "decode": "decode"}.get(self.mode, "unified")
         self.metrics = Metrics(args.served_model_name, engine)
         self.bootstrap = None
@@ -95,53 +111,54 @@ class Server:
             log.info("The server is fired up and ready to roll!")
         return ok
 
-    # ---- request handling ------------------------------------------------------------------
+    # ---- request state ---------------------------------------------------------------------
     def chat_state(self, body):
-        kwargs = body.get("chat_template_kwargs") or {}
-        thinking = bool(kwargs.get("thinking") or kwargs.get("enable_thinking"))
-        if self.ignore_thinking:
-            thinking = False
-        state = {
-            "kind": "chat",
-            "messages": body.get("messages"),
-            "tools": body.get("tools") if body.get("tool_choice") != "none" else None,
-            "tool_choice": body.get("tool_choice"),
-            "thinking": thinking,
-        }
-        state["prompt_tokens"] = model.count_tokens(json.dumps(state, ensure_ascii=False))
+        """What the chat template hands the model (recorded under the room on prefill)."""
+        thinking = parsers.thinking_requested(body)
+        if self.knobs.get("SGLANG_EMULATOR_IGNORE_THINKING") == "1":
+            thinking = False  # a template that does not read the thinking switch
+        tools = body.get("tools") if body.get("tool_choice") != "none" else None
+        state = {"kind": "chat", "messages": body.get("messages"), "tools": tools,
+                 "tool_choice": body.get("tool_choice"), "thinking": thinking,
+                 "knobs": dict(self.knobs)}
+        state["prompt_tokens"] = model.count_tokens(
+            json.dumps([state["messages"], tools, thinking], ensure_ascii=False))
         return state
 
-    @staticmethod
-    def generate_state(body):
+    def generate_state(self, body):
         text = _first(body.get("text"))
-        return {"kind": "generate", "text": text,
+        return {"kind": "generate", "text": text, "knobs": dict(self.knobs),
                 "prompt_tokens": model.count_tokens(text or "")}
 
+    def model_env(self, state):
+        env = dict(state.get("knobs") or {})
+        env.update(self.knobs)
+        return env
+
+    # ---- gates -----------------------------------------------------------------------------
     def pd_check(self, body):
-        """None, or the 400 SGLang answers when a PD server gets no bootstrap info."""
-        if self.mode not in ("prefill", "decode"):
+        """None, or SGLang's 400 for a PD request that carries no bootstrap room."""
+        if self.mode not in ("prefill", "decode") or self.fake_transfer:
             return None
         if _first(body.get("bootstrap_room")) is None:
             return error_response(
-                "bootstrap_room is required in %s disaggregation mode: send generation requests "
-                "through the PD router (sglang_router --pd-disaggregation)" % self.mode.upper(),
-                400)
-        if self.mode == "decode" and _first(body.get("bootstrap_host")) is None:
-            return error_response("bootstrap_host is required in DECODE disaggregation mode", 400)
+                "Invalid request: Disaggregated request received without bootstrap room id. "
+                "req.rid='%s'" % uuid.uuid4().hex, 400)
         return None
 
     async def gate(self):
-        """Common refusals before any generation: loading, injected faults."""
+        """Refusals before any generation: loading, injected faults."""
         if not self.ready():
-            return error_response("The server is still loading the model.", 503)
+            return error_response("The server is not ready yet (model loading).", 503)
         if self.hang:
             await asyncio.Event().wait()  # SGLANG_EMULATOR_HANG: never answers
         if self.fail_5xx:
             return error_response("Internal server error (SGLANG_EMULATOR_FAIL_5XX).", 500)
         return None
 
+    # ---- PD transfer -----------------------------------------------------------------------
     async def prefill_transfer(self, room, state):
-        """Prefill side: register the room, wait until decode fetched it (the KV transfer)."""
+        """Prefill: register the room, then wait until a decode server fetched it."""
         self.bootstrap.rooms.put(room, state)
         self.metrics.gauge_add("sglang:num_prefill_bootstrap_queue_reqs", 1)
         deadline = time.monotonic() + self.bootstrap_timeout
@@ -151,24 +168,29 @@ class Server:
                     self.bootstrap.rooms.drop(room)
                     self.metrics.fail("sglang:num_bootstrap_failed_reqs")
                     raise bootstrap.BootstrapError(
-                        "no decode server fetched bootstrap room %s within %.1fs"
-                        % (room, self.bootstrap_timeout))
+                        "KV transfer failed for request rid=%s bootstrap_room=%s: no decode "
+                        "server fetched it within %.1fs" % (uuid.uuid4().hex, room,
+                                                            self.bootstrap_timeout))
                 await asyncio.sleep(0.01)
         finally:
             self.metrics.gauge_add("sglang:num_prefill_bootstrap_queue_reqs", -1)
 
     async def decode_transfer(self, body):
-        """Decode side: fetch the request state from the prefill's bootstrap server."""
+        """Decode: fetch the request state from the prefill's bootstrap server."""
         host = _first(body.get("bootstrap_host"))
         port = _first(body.get("bootstrap_port")) or self.args.disaggregation_bootstrap_port
         room = _first(body.get("bootstrap_room"))
         self.metrics.gauge_add("sglang:num_decode_transfer_queue_reqs", 1)
         t0 = time.monotonic()
         try:
+            if not host:
+                raise bootstrap.BootstrapError(
+                    "Decode transfer failed for bootstrap_room=%s: no bootstrap_host" % room)
             state = await asyncio.to_thread(bootstrap.fetch_room, host, port, room,
                                             self.bootstrap_timeout)
-        except bootstrap.BootstrapError:
+        except bootstrap.BootstrapError as exc:
             self.metrics.fail("sglang:num_bootstrap_failed_reqs")
+            log.error("Decode transfer failed: %s", exc)
             raise
         finally:
             self.metrics.gauge_add("sglang:num_decode_transfer_queue_reqs", -1)
@@ -176,41 +198,23 @@ class Server:
         return state
 
     async def resolve_state(self, body, local_state):
-        """The state the model generates from: fetched from prefill on decode servers."""
-        if self.mode == "prefill":
+        """The state the model generates from: on decode servers, the prefill's."""
+        if self.mode == "prefill" and not self.fake_transfer:
             await self.prefill_transfer(_first(body["bootstrap_room"]), local_state)
             return local_state
-        if self.mode == "decode":
-            return await self.decode_transfer(body)
+        if self.mode == "decode" and not self.fake_transfer:
+            state = await self.decode_transfer(body)
+            if self.knobs.get("SGLANG_EMULATOR_IGNORE_THINKING") == "1":
+                state = dict(state, thinking=False)
+            return state
         return local_state
 
-    def record(self, prompt_tokens, completion_tokens, t_start, t_first):
-        now = time.monotonic()
-        self.metrics.count("sglang:num_requests")
-        self.metrics.count("sglang:prompt_tokens", prompt_tokens)
-        if self.mode != "prefill":
-            self.metrics.count("sglang:generation_tokens", completion_tokens)
-            self._generated_tokens += completion_tokens
-        self.metrics.observe("sglang:time_to_first_token_seconds", max(0.0, t_first - t_start))
-        self.metrics.observe("sglang:e2e_request_latency_seconds", now - t_start)
-        if completion_tokens > 1:
-            self.metrics.observe("sglang:inter_token_latency_seconds",
-                                 max(0.0, now - t_first) / (completion_tokens - 1))
-        elapsed = max(1e-3, now - self._window_start)
-        self.metrics.gauge("sglang:gen_throughput", self._generated_tokens / elapsed)
-        self.metrics.gauge("sglang:token_usage",
-                           min(1.0, (prompt_tokens + completion_tokens) / 65536.0))
-        self.metrics.gauge("sglang:cache_hit_rate", random.uniform(0.0, 0.05))
-
-    def model_output(self, state, body, is_chat):
+    # ---- generation ------------------------------------------------------------------------
+    def model_output(self, state, limit):
         """(raw text, finish_reason, completion tokens) honouring the token limit."""
-        raw = model.generate(state, self.env)
-        if is_chat:
-            limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        else:
-            limit = (body.get("sampling_params") or {}).get("max_new_tokens")
+        raw = model.generate(state, self.model_env(state))
         if self.mode == "prefill":
-            limit = 1  # prefill computes the first token only
+            limit = 1  # the prefill server computes the first token only
         pieces = model.split_tokens(raw)
         finish = "stop"
         if limit is not None and int(limit) < len(pieces):
@@ -219,18 +223,30 @@ class Server:
         return "".join(pieces), finish, len(pieces)
 
     def parse_chat(self, raw, body):
-        """(reasoning, content, tool_calls) as the decode server's configured parsers see it."""
-        kwargs = body.get("chat_template_kwargs") or {}
-        thinking = bool(kwargs.get("thinking") or kwargs.get("enable_thinking"))
-        separate = body.get("separate_reasoning", True)
-        reasoning, normal = parsers.split_reasoning(raw, self.args.reasoning_parser, thinking,
-                                                    separate)
-        if reasoning is not None:
-            normal = normal.strip()
-            reasoning = reasoning.strip("\n")
-        tools = body.get("tools") if body.get("tool_choice") != "none" else None
-        normal, calls = parsers.parse_tool_calls(normal, self.args.tool_call_parser, tools)
-        return reasoning, normal, calls
+        """(reasoning, content, tool_calls) as the server's configured parsers return them."""
+        reasoning, normal = parsers.split_reasoning(raw, self.args.reasoning_parser, body)
+        normal, calls, _ = parsers.parse_tool_calls(
+            normal, self.args.tool_call_parser, body,
+            forward_unknown=bool(self.env.get("SGLANG_FORWARD_UNKNOWN_TOOLS")))
+        return reasoning or None, normal, calls
+
+    def record(self, prompt_tokens, completion_tokens, t_start, t_first, streaming):
+        now = time.monotonic()
+        self.metrics.count("sglang:num_requests", 1, streaming)
+        self.metrics.count("sglang:prompt_tokens", prompt_tokens, streaming)
+        self.metrics.count("sglang:generation_tokens", completion_tokens, streaming)
+        self._generated_tokens += completion_tokens
+        self.metrics.observe("sglang:time_to_first_token_seconds", max(0.0, t_first - t_start),
+                             streaming)
+        self.metrics.observe("sglang:e2e_request_latency_seconds", now - t_start, streaming)
+        if completion_tokens > 1:
+            self.metrics.observe("sglang:inter_token_latency_seconds",
+                                 max(0.0, now - t_first) / (completion_tokens - 1))
+        elapsed = max(1e-3, now - self._window_start)
+        self.metrics.gauge("sglang:gen_throughput", self._generated_tokens / elapsed)
+        self.metrics.gauge("sglang:token_usage",
+                           min(1.0, (prompt_tokens + completion_tokens) / 65536.0))
+        self.metrics.gauge("sglang:cache_hit_rate", random.uniform(0.0, 0.05))
 
 
 def create_app(server):
@@ -252,31 +268,35 @@ def create_app(server):
         app.router.routes.append(server.metrics.route())
 
     def server_info():
-        info = {k: v for k, v in vars(args).items()}
+        info = dict(vars(args))
         info.update({
             "tokenizer_path": args.tokenizer_path or args.model_path,
             "version": VERSION,
-            "status": "ready" if server.ready() else "loading",
-            "internal_states": [{"last_gen_throughput": 0.0, "load": 0}],
+            "internal_states": [{"last_gen_throughput": 0.0, "load": 0,
+                                 "status": "ready" if server.ready() else "loading"}],
             "emulated": True,
         })
         return info
 
+    async def generation_health():
+        """200 when a tiny generation works, 503 otherwise (SGLang's health_generate)."""
+        if not server.ready() or server.fail_5xx:
+            return Response(status_code=503)
+        if server.hang:
+            await asyncio.sleep(server.health_timeout)
+            return Response(status_code=503)
+        model.generate({"kind": "generate", "text": "ping"}, server.knobs)
+        return Response(status_code=200)
+
     @app.get("/health")
     async def health():
-        if not server.ready():
-            return Response(status_code=503)
-        return Response(status_code=200)
+        if server.health_generates:
+            return await generation_health()
+        return Response(status_code=200 if server.ready() else 503)
 
     @app.get("/health_generate")
     async def health_generate():
-        if not server.ready():
-            return Response(status_code=503)
-        refusal = await server.gate()
-        if refusal is not None:
-            return Response(status_code=503)
-        model.generate({"kind": "generate", "text": "ping"}, server.env)
-        return Response(status_code=200)
+        return await generation_health()
 
     @app.get("/server_info")
     @app.get("/get_server_info")
@@ -312,6 +332,9 @@ def create_app(server):
             return None, error_response("Invalid JSON body", 400)
         if not isinstance(body, dict):
             return None, error_response("The request body must be a JSON object", 400)
+        if server.log_requests:
+            log.warning("request %s %s headers=%s body=%s", request.method, request.url.path,
+                        dict(request.headers), json.dumps(body, ensure_ascii=False))
         return body, None
 
     @app.post("/v1/chat/completions")
@@ -324,7 +347,7 @@ def create_app(server):
             return refusal
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
-            return error_response("messages: field required (a non-empty list)", 400,
+            return error_response("messages: Field required (a non-empty list)", 400,
                                   param="messages")
         refusal = server.pd_check(body)
         if refusal is not None:
@@ -340,24 +363,26 @@ def create_app(server):
         finally:
             server.metrics.gauge_add("sglang:num_running_reqs", -1)
         t_first = time.monotonic()
-        raw, finish, n_out = server.model_output(state, body, True)
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        raw, finish, n_out = server.model_output(state, limit)
         await asyncio.sleep(server.token_delay * n_out)
         reasoning, content, calls = server.parse_chat(raw, body)
-        message = {"role": "assistant", "content": content if (content or not calls) else None,
-                   "reasoning_content": reasoning, "tool_calls": None}
+        tool_calls = None
         if calls:
-            message["tool_calls"] = [
-                {"id": parsers.new_call_id(), "index": i, "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for i, c in enumerate(calls)]
-            finish = "tool_calls"
+            tool_calls = [{"id": parsers.new_call_id(), "index": i, "type": "function",
+                           "function": {"name": c["name"], "arguments": c["arguments"]}}
+                          for i, c in enumerate(calls)]
+            if finish == "stop":
+                finish = "tool_calls"
         prompt_tokens = state.get("prompt_tokens", 1)
-        server.record(prompt_tokens, n_out, t_start, t_first)
+        server.record(prompt_tokens, n_out, t_start, t_first, False)
         return {
             "id": uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model") or args.served_model_name,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": finish,
+            "choices": [{"index": 0,
+                         "message": {"role": "assistant", "content": content or "",
+                                     "reasoning_content": reasoning, "tool_calls": tool_calls},
+                         "logprobs": None, "finish_reason": finish,
                          "matched_stop": 1 if finish == "stop" else None}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n_out,
                       "total_tokens": prompt_tokens + n_out, "prompt_tokens_details": None},
@@ -369,30 +394,28 @@ def create_app(server):
         created = int(time.time())
         name = body.get("model") or args.served_model_name
 
-        def chunk(delta, finish=None, usage=None):
-            payload = {"id": rid, "object": "chat.completion.chunk", "created": created,
-                       "model": name,
-                       "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                    "finish_reason": finish,
-                                    "matched_stop": 1 if finish == "stop" else None}],
-                       "usage": usage}
-            return "data: %s\n\n" % json.dumps(payload, ensure_ascii=False)
+        def chunk(delta, finish=None):
+            return sse({"id": rid, "object": "chat.completion.chunk", "created": created,
+                        "model": name,
+                        "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": finish,
+                                     "matched_stop": 1 if finish == "stop" else None}],
+                        "usage": None})
 
         t_start = time.monotonic()
         server.metrics.gauge_add("sglang:num_running_reqs", 1)
         try:
             state = await server.resolve_state(body, server.chat_state(body))
         except bootstrap.BootstrapError as exc:
-            # SGLang has already answered 200 for a stream: the error comes as an event
-            err = {"error": {"object": "error", "message": str(exc),
-                             "type": "InternalServerError", "param": None, "code": 500}}
-            yield "data: %s\n\n" % json.dumps(err)
+            # the stream has already been answered 200: SGLang sends the error as an event
+            yield sse({"error": error_body(str(exc), 500)})
             yield "data: [DONE]\n\n"
             return
         finally:
             server.metrics.gauge_add("sglang:num_running_reqs", -1)
         t_first = time.monotonic()
-        raw, finish, n_out = server.model_output(state, body, True)
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        raw, finish, n_out = server.model_output(state, limit)
         reasoning, content, calls = server.parse_chat(raw, body)
         yield chunk({"role": "assistant", "content": ""})
         for piece in model.split_tokens(reasoning or ""):
@@ -408,22 +431,21 @@ def create_app(server):
             yield chunk({"tool_calls": [{"index": index, "id": parsers.new_call_id(),
                                          "type": "function",
                                          "function": {"name": call["name"], "arguments": ""}}]})
-            args_text = call["arguments"]
-            for start in range(0, len(args_text), 8):
+            text = call["arguments"]
+            for start in range(0, len(text), 8):
                 await asyncio.sleep(server.token_delay)
-                yield chunk({"tool_calls": [{"index": index, "function": {
-                    "arguments": args_text[start:start + 8]}}]})
-        if calls:
+                yield chunk({"tool_calls": [{"index": index,
+                                             "function": {"arguments": text[start:start + 8]}}]})
+        if calls and finish == "stop":
             finish = "tool_calls"
-        prompt_tokens = state.get("prompt_tokens", 1)
         yield chunk({}, finish)
+        prompt_tokens = state.get("prompt_tokens", 1)
         if (body.get("stream_options") or {}).get("include_usage"):
-            payload = {"id": rid, "object": "chat.completion.chunk", "created": created,
+            yield sse({"id": rid, "object": "chat.completion.chunk", "created": created,
                        "model": name, "choices": [],
                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n_out,
-                                 "total_tokens": prompt_tokens + n_out}}
-            yield "data: %s\n\n" % json.dumps(payload)
-        server.record(prompt_tokens, n_out, t_start, t_first)
+                                 "total_tokens": prompt_tokens + n_out}})
+        server.record(prompt_tokens, n_out, t_start, t_first, True)
         yield "data: [DONE]\n\n"
 
     @app.post("/generate")
@@ -435,8 +457,8 @@ def create_app(server):
         if refusal is not None:
             return refusal
         if not isinstance(_first(body.get("text")), str):
-            return error_response("generate: 'text' (a string) is required by the emulator "
-                                  "(input_ids are not supported)", 400, param="text")
+            return error_response("The emulator's /generate needs 'text' (a string); input_ids "
+                                  "are not supported", 400, param="text")
         refusal = server.pd_check(body)
         if refusal is not None:
             return refusal
@@ -449,11 +471,13 @@ def create_app(server):
         finally:
             server.metrics.gauge_add("sglang:num_running_reqs", -1)
         t_first = time.monotonic()
-        raw, finish, n_out = server.model_output(state, body, False)
+        limit = (body.get("sampling_params") or {}).get("max_new_tokens")
+        raw, finish, n_out = server.model_output(state, limit)
         prompt_tokens = state.get("prompt_tokens", 1)
         rid = uuid.uuid4().hex
         finish_reason = ({"type": "stop", "matched": 1} if finish == "stop"
                          else {"type": "length", "length": n_out})
+        streaming = bool(body.get("stream"))
 
         def result(text, final):
             return {"text": text, "output_ids": list(range(n_out)) if final else [],
@@ -462,19 +486,19 @@ def create_app(server):
                                   "cached_tokens": 0, "weight_version": "default",
                                   "e2e_latency": time.monotonic() - t_start}}
 
-        if body.get("stream"):
+        if streaming:
             async def events():
                 text = ""
                 pieces = model.split_tokens(raw)
                 for i, piece in enumerate(pieces):
                     await asyncio.sleep(server.token_delay)
                     text += piece
-                    yield "data: %s\n\n" % json.dumps(result(text, i == len(pieces) - 1))
-                server.record(prompt_tokens, n_out, t_start, t_first)
+                    yield sse(result(text, i == len(pieces) - 1))
+                server.record(prompt_tokens, n_out, t_start, t_first, True)
                 yield "data: [DONE]\n\n"
             return StreamingResponse(events(), media_type="text/event-stream")
         await asyncio.sleep(server.token_delay * n_out)
-        server.record(prompt_tokens, n_out, t_start, t_first)
+        server.record(prompt_tokens, n_out, t_start, t_first, False)
         return result(raw, True)
 
     return app

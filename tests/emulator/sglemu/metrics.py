@@ -4,7 +4,12 @@ import re
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
 from starlette.routing import Mount
 
-LABELS = ("model_name", "engine_type", "tp_rank")
+# Scheduler metrics carry these labels; tokenizer metrics carry model_name and engine_type,
+# the request counters and latency histograms also is_streaming
+# (sglang/srt/observability/metrics_collector.py in 0.5.23).
+LABELS = ("model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank")
+TOKENIZER_LABELS = ("model_name", "engine_type")
+STREAMING_LABELS = ("model_name", "engine_type", "is_streaming")
 
 GAUGES = {
     "sglang:num_running_reqs": "The number of running requests.",
@@ -18,49 +23,53 @@ GAUGES = {
 COUNTERS = {
     "sglang:prompt_tokens": "Number of prefill tokens processed.",
     "sglang:generation_tokens": "Number of generation tokens processed.",
-    "sglang:num_requests": "The number of processed requests.",
+    "sglang:num_requests": "Number of requests processed.",
 }
-# Counters that SGLang only creates samples for once a failure happened.
+# Scheduler counters that only get a sample once a failure happened.
 FAILURE_COUNTERS = {
     "sglang:num_bootstrap_failed_reqs": "The number of bootstrap failed requests.",
     "sglang:num_transfer_failed_reqs": "The number of transfer failed requests.",
 }
+_TTFT = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+_E2E = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 800)
+_ITL = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+        0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
+# name -> (help, buckets, label names)
 HISTOGRAMS = {
     "sglang:time_to_first_token_seconds": (
-        "Histogram of time to first token in seconds.",
-        (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-         10.0, 20.0, 40.0, 60.0, 80.0, 120.0, 160.0)),
+        "Histogram of time to first token in seconds.", _TTFT, STREAMING_LABELS),
     "sglang:inter_token_latency_seconds": (
-        "Histogram of inter-token latency in seconds.",
-        (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08,
-         0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0)),
+        "Histogram of inter-token latency in seconds.", _ITL, TOKENIZER_LABELS),
     "sglang:e2e_request_latency_seconds": (
-        "Histogram of End-to-end request latency in seconds",
-        (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0,
-         150.0, 200.0, 250.0, 300.0, 350.0, 500.0, 1000.0)),
+        "Histogram of End-to-end request latency in seconds", _E2E, STREAMING_LABELS),
     "sglang:kv_transfer_latency_ms": (
-        "Histogram of KV transfer latency in milliseconds.",
-        (0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)),
+        "Histogram of KV cache transfer latency in ms.",
+        (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000), LABELS),
 }
 
 
 class Metrics:
-    """The metric set of one server; ``labels`` are fixed per process."""
+    """The metric set of one server process."""
 
     def __init__(self, model_name, engine_type, tp_rank="0"):
         self.registry = CollectorRegistry()
-        self.labels = {"model_name": model_name, "engine_type": engine_type, "tp_rank": tp_rank}
+        self.labels = {"model_name": model_name, "engine_type": engine_type,
+                       "tp_rank": tp_rank, "pp_rank": "0", "moe_ep_rank": "0"}
+        self.tokenizer_labels = {"model_name": model_name, "engine_type": engine_type}
         self.gauges = {n: Gauge(n, h, LABELS, registry=self.registry) for n, h in GAUGES.items()}
-        self.counters = {n: Counter(n, h, LABELS, registry=self.registry)
+        self.counters = {n: Counter(n, h, STREAMING_LABELS, registry=self.registry)
                          for n, h in COUNTERS.items()}
         self.failures = {n: Counter(n, h, LABELS, registry=self.registry)
                          for n, h in FAILURE_COUNTERS.items()}
-        self.histograms = {n: Histogram(n, h, LABELS, buckets=b, registry=self.registry)
-                           for n, (h, b) in HISTOGRAMS.items()}
+        self.histograms = {n: (Histogram(n, h, labels, buckets=b, registry=self.registry), labels)
+                           for n, (h, b, labels) in HISTOGRAMS.items()}
         for gauge in self.gauges.values():
             gauge.labels(**self.labels).set(0)
-        for counter in self.counters.values():
-            counter.labels(**self.labels)
+
+    def _label_values(self, names, streaming):
+        values = dict(self.labels)
+        values["is_streaming"] = "true" if streaming else "false"
+        return {k: values[k] for k in names}
 
     def gauge(self, name, value):
         self.gauges[name].labels(**self.labels).set(value)
@@ -68,14 +77,15 @@ class Metrics:
     def gauge_add(self, name, delta):
         self.gauges[name].labels(**self.labels).inc(delta)
 
-    def count(self, name, amount=1):
-        self.counters[name].labels(**self.labels).inc(amount)
+    def count(self, name, amount=1, streaming=False):
+        self.counters[name].labels(**self._label_values(STREAMING_LABELS, streaming)).inc(amount)
 
     def fail(self, name):
         self.failures[name].labels(**self.labels).inc()
 
-    def observe(self, name, value):
-        self.histograms[name].labels(**self.labels).observe(value)
+    def observe(self, name, value, streaming=False):
+        histogram, names = self.histograms[name]
+        histogram.labels(**self._label_values(names, streaming)).observe(value)
 
     def route(self):
         """The /metrics route as SGLang mounts it (no 307 redirect to /metrics/)."""

@@ -3,7 +3,8 @@
 Semantics (the contract in tests/emulator/README.md, relied on by validate_chat):
 - the last user message containing ``<int> <op> <int>`` (op among + - * /) answers the integer
   result; any other message gets FIXED_ANSWER;
-- thinking on: ``<think>\\n<reasoning>\\n</think>\\n\\n<answer>``; off: the answer only;
+- thinking on: ``<think>\\n<reasoning>\\n</think><answer>`` (DeepSeek's encoding puts the answer
+  right after ``</think>``; a tool-call block follows a blank line); off: the answer only;
 - tools offered (tool_choice not "none"): DSML tool calls for the entities of the message, after the
   optional thinking block; nothing matched: the plain answer.
 """
@@ -208,9 +209,10 @@ def generate(state, env=None):
     thinking = bool(state.get("thinking"))
     head = ""
     if thinking:
-        head = "%s\n%s\n%s\n\n" % (THINK_START, reasoning_for(text), THINK_END)
+        head = "%s\n%s\n%s" % (THINK_START, reasoning_for(text), THINK_END)
     calls = plan_tool_calls(text, state.get("tools"), state.get("tool_choice"))
     if calls:
+        head += "\n\n" if head else ""
         override = env.get("SGLANG_EMULATOR_TOOL_NAME")
         if override:
             calls = [(override, args) for _, args in calls]
