@@ -24,7 +24,7 @@ description:
   - A GPU whose NUMA node the platform does not report (sysfs C(numa_node) reads C(-1), as in many
     virtual machines) gets a C(numa_node) of C(null); this is not an error.
 author:
-  - pdserve.sglang developers
+  - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts

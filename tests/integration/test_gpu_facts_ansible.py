@@ -84,7 +84,8 @@ def ansible(tmp_path):
         argv = [_tool(argv[0])] + list(argv[1:]) + [
             "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable]
         proc = subprocess.run(argv, cwd=str(tmp_path), env=full_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
+                              check=False)
         results = parse_minimal(proc.stdout)
         if not results:
             raise AssertionError("no task result from %s (rc=%s)\nstdout:\n%s\nstderr:\n%s"
@@ -102,7 +103,7 @@ def parse_minimal(stdout):
     decoder = json.JSONDecoder()
     results = []
     for match in _RESULT_RE.finditer(stdout):
-        result, _ = decoder.raw_decode(stdout, match.end())
+        result, dummy_end = decoder.raw_decode(stdout, match.end())
         results.append((match.group(1).rstrip("!"), result))
     return results
 
@@ -159,7 +160,7 @@ def test_playbook_blackwell8x_facts_in_check_mode(ansible, tmp_path):
         capture="blackwell8x",
     )
     assert rc == 0, (results, stderr)
-    assert [state for state, _ in results] == ["SUCCESS", "SUCCESS"]
+    assert [state for state, dummy_result in results] == ["SUCCESS", "SUCCESS"]
     assert results[0][1]["gpu_count"] == 8
     assert results[1][1]["msg"] == "All assertions passed"
 
@@ -171,7 +172,7 @@ def test_playbook_wrong_layout_fails(ansible, tmp_path):
     rc, results, stderr = ansible(
         ["ansible-playbook", str(playbook), "-e", "fixture_sysfs=" + sysfs("h200x2")], capture="h200x2")
     assert rc == 2
-    assert [state for state, _ in results] == ["SUCCESS", "FAILED"]
+    assert [state for state, dummy_result in results] == ["SUCCESS", "FAILED"]
     assert results[1][1]["assertion"] == "pdserve_gpu_count == 8"
 
 
