@@ -68,6 +68,9 @@ CAUSE_THINKING_NOT_SEPARATED_ALL = ('thinking not separated: the whole output is
                                     'chat_template_kwargs.thinking?')
 CAUSE_TOOL_AS_TEXT = ('tool call returned as text: check --tool-call-parser on the decode server '
                       '(prefill and decode must use the same parser)')
+CAUSE_TOOL_DROPPED = ('tool call dropped by the parser: neither content nor tool_calls came back; SGLang drops '
+                      'calls to tools that were not offered (an unknown tool name?) unless SGLANG_FORWARD_UNKNOWN_TOOLS=1 '
+                      'is set on the decode server, and calls it cannot parse')
 CAUSE_INVALID_JSON = 'tool arguments are not valid JSON'
 CAUSE_UNKNOWN_TOOL = 'model called a tool that was not offered: %s'
 CAUSE_NO_DECODE = 'router has no healthy decode worker'
@@ -384,6 +387,8 @@ def check_tools(msg, tools=None, stream=False, min_calls=2):
         if msg.get('reasoning_content') and TOOL_MARKUP.search(msg['reasoning_content']):
             return result(False, evidence, 'tool call ended up in reasoning_content: reasoning and tool-call parser '
                                            'disagree on where thinking ends')
+        if not content.strip():
+            return result(False, evidence, CAUSE_TOOL_DROPPED)
         return result(False, evidence, 'no tool call: the model answered in text although the request needs '
                                        'the offered tools (are tools passed to the chat template?)')
     for call in calls:

@@ -224,6 +224,14 @@ def test_tools_duplicate_ids():
     assert 'ids' in cc.check_tools(msg('', calls=calls, finish='tool_calls'))['cause']
 
 
+def test_tools_call_dropped_by_parser():
+    # SGLang drops a call to a tool that was not offered: nothing is left at all
+    res = cc.check_tools(msg('', finish='stop'))
+    assert res['passed'] is False
+    assert res['cause'] == cc.CAUSE_TOOL_DROPPED
+    assert 'SGLANG_FORWARD_UNKNOWN_TOOLS' in res['cause']
+
+
 def test_tools_plain_text_answer():
     res = cc.check_tools(msg('I cannot check the weather.'))
     assert res['passed'] is False
