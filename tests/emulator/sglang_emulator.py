@@ -28,7 +28,7 @@ def main(argv=None):
         args.model_path, args.served_model_name, args.disaggregation_mode, args.tp_size,
         args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                timeout_keep_alive=5, access_log=False)
+                timeout_keep_alive=5, timeout_graceful_shutdown=1, access_log=False)
     return 0
 
 

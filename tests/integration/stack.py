@@ -8,7 +8,9 @@
 
 Every process gets its own session (process group) and log file; ``stop()`` ends that group.
 """
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,7 +19,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import json
+
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMULATOR = os.path.join(REPO, "tests", "emulator", "sglang_emulator.py")
@@ -208,6 +210,7 @@ class Router(_Process):
                     "--health-check-interval-secs", "1",
                     "--worker-startup-check-interval", "1",
                     "--worker-startup-timeout-secs", "60",
+                    "--shutdown-grace-period-secs", "1",
                     "--log-level", "warn"]
         self.args = merge_args(defaults, args, drop)
 
@@ -295,3 +298,106 @@ class PDStack:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+# ---- small OpenAI client helpers (stdlib only) -------------------------------------------------
+
+def post_json(url, body, timeout=30.0, headers=None):
+    """POST JSON; returns (status, parsed body or text, response headers)."""
+    data = json.dumps(body).encode()
+    hdrs = {"Content-Type": "application/json"}
+    hdrs.update(headers or {})
+    req = urllib.request.Request(url, data=data, headers=hdrs, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, raw, rh = resp.status, resp.read(), dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        status, raw, rh = exc.code, exc.read(), dict(exc.headers)
+    text = raw.decode("utf-8", "replace")
+    try:
+        return status, json.loads(text), rh
+    except ValueError:
+        return status, text, rh
+
+
+def post_sse(url, body, timeout=30.0):
+    """POST a streaming request; returns (status, [event payloads], saw_done).
+
+    Payloads are parsed JSON objects; ``saw_done`` is True when ``data: [DONE]`` ended the
+    stream. A non-200 answer returns its body as the only event."""
+    req = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        resp = urllib.request.urlopen(req, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode("utf-8", "replace")
+        try:
+            return exc.code, [json.loads(text)], False
+        except ValueError:
+            return exc.code, [text], False
+    events, done = [], False
+    with resp:
+        for raw in resp:
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data:"):
+                continue
+            payload = line[len("data:"):].strip()
+            if payload == "[DONE]":
+                done = True
+                break
+            events.append(json.loads(payload))
+        return resp.status, events, done
+
+
+def assemble_stream(events):
+    """Fold chat.completion.chunk deltas into one message:
+    {"role", "content", "reasoning_content", "tool_calls": [...], "finish_reason", "errors"}."""
+    msg = {"role": None, "content": "", "reasoning_content": "", "tool_calls": [],
+           "finish_reason": None, "errors": []}
+    calls = {}
+    for event in events:
+        if not isinstance(event, dict):
+            msg["errors"].append(event)
+            continue
+        if "error" in event:
+            msg["errors"].append(event["error"])
+            continue
+        for choice in event.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("role"):
+                msg["role"] = delta["role"]
+            msg["content"] += delta.get("content") or ""
+            msg["reasoning_content"] += delta.get("reasoning_content") or ""
+            for call in delta.get("tool_calls") or []:
+                slot = calls.setdefault(call["index"], {"id": None, "type": None,
+                                                        "function": {"name": "",
+                                                                     "arguments": ""}})
+                if call.get("id"):
+                    slot["id"] = call["id"]
+                if call.get("type"):
+                    slot["type"] = call["type"]
+                function = call.get("function") or {}
+                slot["function"]["name"] += function.get("name") or ""
+                slot["function"]["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                msg["finish_reason"] = choice["finish_reason"]
+    msg["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return msg
+
+
+def metric_samples(text, name):
+    """Samples of one metric in a Prometheus text exposition: [(labels dict, value)]."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        rest = line[len(name):]
+        labels = {}
+        if rest.startswith("{"):
+            body, _, rest = rest[1:].partition("}")
+            for key, value in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', body):
+                labels[key] = value
+        elif not rest.startswith(" "):
+            continue  # a longer metric name with the same prefix
+        out.append((labels, float(rest.split()[0])))
+    return out
