@@ -105,6 +105,9 @@ attributes:
     support: none
 notes:
   - The module never changes anything; it always reports C(changed=false).
+  - SGLang's C(/health_generate) looks for the engine's answer once a second, so on a real PD server
+    the generation probe adds about a second to the detection latency; I(generate=false) trades that
+    check for speed.
 seealso:
   - module: pdserve.sglang.validate_chat
 '''
