@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Demo without a GPU: emulated SGLang prefill + decode behind the real sglang-router (PD mode).
@@ -25,7 +24,7 @@ def ask(router_url, model, thinking):
             "max_tokens": 256}
     if thinking:
         body["chat_template_kwargs"] = {"thinking": True}
-    status, payload, _ = stack.post_json(router_url + "/v1/chat/completions", body, timeout=60)
+    status, payload, dummy_headers = stack.post_json(router_url + "/v1/chat/completions", body, timeout=60)
     if status != 200:
         raise RuntimeError("router answered %s: %s" % (status, payload))
     return payload["choices"][0]["message"]

@@ -34,7 +34,7 @@ _given_ports = set()
 
 def free_port():
     """A free TCP port on 127.0.0.1 (not handed out before by this process)."""
-    for _ in range(100):
+    for dummy_attempt in range(100):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
@@ -150,8 +150,8 @@ class _Process:
             if self._ready_now():
                 return self
             time.sleep(0.1)
-        raise TimeoutError("%s not healthy after %ss:\n%s" % (self.name, timeout,
-                                                            self.log_tail()))
+        raise TimeoutError("%s not healthy after %ss:\n%s"
+                           % (self.name, timeout, self.log_tail()))
 
     def __enter__(self):
         return self.start()
@@ -394,7 +394,7 @@ def metric_samples(text, name):
         rest = line[len(name):]
         labels = {}
         if rest.startswith("{"):
-            body, _, rest = rest[1:].partition("}")
+            body, dummy_brace, rest = rest[1:].partition("}")
             for key, value in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', body):
                 labels[key] = value
         elif not rest.startswith(" "):

@@ -73,15 +73,15 @@ def servers():
         "hang": ("null", (), {"SGLANG_EMULATOR_HANG": "1", "SGLANG_HEALTH_CHECK_TIMEOUT": "1"}),
         "knobs": ("null", (), None),
     }
-    emus = dict(zip(specs, _emulators([(m, a, e) for m, a, e in specs.values()])))
+    emus = dict(zip(specs, _emulators(list(specs.values()))))
     yield emus
     for emu in emus.values():
         emu.stop()
 
 
 def chat(emu, body, headers=None, timeout=30):
-    status, payload, _ = stack.post_json(emu.url + "/v1/chat/completions", body,
-                                         timeout=timeout, headers=headers)
+    status, payload, dummy_headers = stack.post_json(
+        emu.url + "/v1/chat/completions", body, timeout=timeout, headers=headers)
     return status, payload
 
 
@@ -89,16 +89,15 @@ AUTH = {"Authorization": "Bearer sk-test"}
 
 
 def test_plain_server_answers_without_bootstrap(servers):
-    status, payload = chat(servers["plain"], {"messages": [{"role": "user",
-                                                             "content": QUESTION}]},
-                           headers=AUTH)
+    body = {"messages": [{"role": "user", "content": QUESTION}]}
+    status, payload = chat(servers["plain"], body, headers=AUTH)
     assert status == 200, payload
     assert payload["choices"][0]["message"]["content"] == "391"
 
 
 def test_api_key_is_enforced_except_health(servers):
     emu = servers["plain"]
-    status, _ = chat(emu, {"messages": [{"role": "user", "content": "hi"}]})
+    status, dummy_payload = chat(emu, {"messages": [{"role": "user", "content": "hi"}]})
     assert status == 401
     assert stack.http_get(emu.url + "/health")[0] == 200
 
@@ -204,11 +203,12 @@ def test_generation_tokens_counted(servers):
 
     def generated():
         text = stack.http_get(emu.url + "/metrics")[1]
-        return sum(v for _, v in stack.metric_samples(text, "sglang:generation_tokens_total"))
+        return sum(v for dummy_labels, v in stack.metric_samples(text, "sglang:generation_tokens_total"))
 
     before = generated()
-    status, _ = chat(emu, {"messages": [{"role": "user", "content": QUESTION}],
-                           "chat_template_kwargs": {"thinking": True}})
+    body = {"messages": [{"role": "user", "content": QUESTION}],
+            "chat_template_kwargs": {"thinking": True}}
+    status, dummy_payload = chat(emu, body)
     assert status == 200
     assert generated() > before + 5
 

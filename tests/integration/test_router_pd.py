@@ -41,7 +41,7 @@ def chat_body(model, content=QUESTION, thinking=None, **extra):
 
 
 def chat(url, body, timeout=30.0):
-    status, payload, _ = stack.post_json(url + "/v1/chat/completions", body, timeout=timeout)
+    status, payload, dummy_headers = stack.post_json(url + "/v1/chat/completions", body, timeout=timeout)
     return status, payload
 
 
@@ -154,9 +154,8 @@ def test_same_tool_for_two_cities(good):
 
 
 def test_generate_through_router(good):
-    status, payload, _ = stack.post_json(good.router_url + "/generate",
-                                         {"text": "What is 6*7?",
-                                          "sampling_params": {"max_new_tokens": 8}})
+    body = {"text": "What is 6*7?", "sampling_params": {"max_new_tokens": 8}}
+    status, payload, dummy_headers = stack.post_json(good.router_url + "/generate", body)
     assert status == 200, payload
     assert payload["text"] == "42"
     assert payload["meta_info"]["finish_reason"]["type"] == "stop"
@@ -174,10 +173,10 @@ def test_metrics_move_with_traffic(good):
     def requests_total(server):
         status, text = stack.http_get(server.url + "/metrics")
         assert status == 200
-        return sum(v for _, v in stack.metric_samples(text, "sglang:num_requests_total"))
+        return sum(v for dummy_labels, v in stack.metric_samples(text, "sglang:num_requests_total"))
 
     before = (requests_total(good.prefill), requests_total(good.decode))
-    status, _ = chat(good.router_url, chat_body(good.model))
+    status, dummy_payload = chat(good.router_url, chat_body(good.model))
     assert status == 200
     after = (requests_total(good.prefill), requests_total(good.decode))
     assert after[0] == before[0] + 1 and after[1] == before[1] + 1

@@ -225,7 +225,7 @@ class Server:
     def parse_chat(self, raw, body):
         """(reasoning, content, tool_calls) as the server's configured parsers return them."""
         reasoning, normal = parsers.split_reasoning(raw, self.args.reasoning_parser, body)
-        normal, calls, _ = parsers.parse_tool_calls(
+        normal, calls, dummy_parsed = parsers.parse_tool_calls(
             normal, self.args.tool_call_parser, body,
             forward_unknown=bool(self.env.get("SGLANG_FORWARD_UNKNOWN_TOOLS")))
         return reasoning or None, normal, calls

@@ -215,7 +215,7 @@ def generate(state, env=None):
         head += "\n\n" if head else ""
         override = env.get("SGLANG_EMULATOR_TOOL_NAME")
         if override:
-            calls = [(override, args) for _, args in calls]
+            calls = [(override, args) for dummy_name, args in calls]
         if env.get("SGLANG_EMULATOR_TOOL_FORMAT") == "v3":
             return head + render_v3(calls)
         style = "invalid_json" if env.get("SGLANG_EMULATOR_TOOL_ARGS") == "invalid_json" else "json"

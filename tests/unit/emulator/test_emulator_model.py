@@ -49,7 +49,7 @@ def test_thinking_block():
 
 def test_entities_skip_sentence_starts():
     text = "Paris is nice. Weather in Rome? And in Oslo!"
-    assert [e for _, e in model.entities_with_positions(text)] == ["Rome", "Oslo"]
+    assert [e for dummy_index, e in model.entities_with_positions(text)] == ["Rome", "Oslo"]
 
 
 def test_tool_plan_assigns_entities_to_last_keyword():
@@ -90,7 +90,7 @@ def test_dsml_round_trip_through_the_parser():
                                            ("deepseekv41", 0), ("deepseekv3", 0), (None, 0)])
 def test_which_tool_parsers_read_dsml(parser, found):
     raw = model.generate(chat_state("weather in Paris", [WEATHER]), env={})
-    text, calls, _ = parsers.parse_tool_calls(raw, parser, {"tools": [WEATHER]})
+    text, calls, dummy_parsed = parsers.parse_tool_calls(raw, parser, {"tools": [WEATHER]})
     assert len(calls) == found
     assert (text == raw) == (found == 0)
 
@@ -98,8 +98,8 @@ def test_which_tool_parsers_read_dsml(parser, found):
 def test_tool_parsing_needs_tools_in_request():
     raw = model.generate(chat_state("weather in Paris", [WEATHER]), env={})
     assert parsers.parse_tool_calls(raw, "deepseekv4", {"tools": None})[1] == []
-    assert parsers.parse_tool_calls(raw, "deepseekv4", {"tools": [WEATHER],
-                                                       "tool_choice": "none"})[1] == []
+    body = {"tools": [WEATHER], "tool_choice": "none"}
+    assert parsers.parse_tool_calls(raw, "deepseekv4", body)[1] == []
 
 
 @pytest.mark.parametrize("reasoning_parser, body, expect_split", [
@@ -133,6 +133,6 @@ def test_split_tokens_keeps_text():
 
 
 def test_call_ids():
-    ids = {parsers.new_call_id() for _ in range(50)}
+    ids = {parsers.new_call_id() for dummy_i in range(50)}
     assert len(ids) == 50
     assert all(len(i) == 29 and i.startswith("call_") and int(i[5:], 16) >= 0 for i in ids)
