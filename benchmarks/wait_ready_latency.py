@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(REPO, '.cache', 'collections'))
 sys.path.insert(0, os.path.join(REPO, 'tests', 'integration'))
 
 import stack  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.pdserve.sglang.plugins.module_utils.http import HttpClient  # noqa: E402
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient  # noqa: E402
 from ansible_collections.pdserve.sglang.plugins.module_utils.readiness import Endpoint, Waiter  # noqa: E402
 
 
@@ -90,7 +90,7 @@ def main():
     rows = []
     for generate in (True, False):
         for interval in args.intervals:
-            latencies = [one_run(args.mode, args.delay, interval, generate) for _ in range(args.repeat)]
+            latencies = [one_run(args.mode, args.delay, interval, generate) for dummy in range(args.repeat)]
             rows.append((interval, generate, latencies))
             print('interval=%.2fs generate=%-5s n=%d median=%.3fs p90=%.3fs max=%.3fs' % (
                 interval, generate, len(latencies), statistics.median(latencies), p90(latencies),
@@ -100,9 +100,9 @@ def main():
           % (args.mode, args.delay, args.repeat))
     print('%-10s %-9s %9s %9s %9s' % ('interval', 'generate', 'median', 'p90', 'max'))
     for interval, generate, latencies in rows:
-        print('%-10s %-9s %8.3fs %8.3fs %8.3fs' % ('%.2fs' % interval, 'yes' if generate else 'no',
-                                                  statistics.median(latencies), p90(latencies),
-                                                  max(latencies)))
+        print('%-10s %-9s %8.3fs %8.3fs %8.3fs' % (
+            '%.2fs' % interval, 'yes' if generate else 'no', statistics.median(latencies), p90(latencies),
+            max(latencies)))
     default = [r for r in rows if r[0] == 0.25 and r[1]]
     if default:
         median = statistics.median(default[0][2])

@@ -2,12 +2,12 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 
-"""Argument spec pieces shared by the HTTP modules (documented in doc_fragments/http.py)."""
+"""Argument spec pieces shared by the HTTP modules (documented in doc_fragments/http_client.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.http import HttpClient
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
 
 
 def http_argument_spec():

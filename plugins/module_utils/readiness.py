@@ -27,7 +27,7 @@ import os
 import threading
 import time
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.http import excerpt, join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import excerpt, join_url
 from ansible_collections.pdserve.sglang.plugins.module_utils.chat_checks import count_workers, diagnose_http_failure
 
 ROUTER_PROMPT = 'What is 17*23? Number only.'

@@ -28,9 +28,9 @@ description:
     (C(x-smg-error-code)) to tell "router has no healthy decode worker" from "router answered 5xx".
   - Fails when any check fails, naming each failed check, what came back and the likely cause.
 author:
-  - pdserve.sglang developers
+  - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
-  - pdserve.sglang.http
+  - pdserve.sglang.http_client
   - ansible.builtin.action_common_attributes
 options:
   url:
@@ -82,6 +82,8 @@ attributes:
       - The checks only read; they run in check mode too.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 notes:
   - In a PD deployment the decode server parses reasoning and tool calls, so the causes point at the
     decode server's C(--reasoning-parser) and C(--tool-call-parser); prefill must use the same flags.
@@ -163,7 +165,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     client_from_params,
     http_argument_spec,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.http import join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
 
 
 def argument_spec():
@@ -177,7 +179,7 @@ def argument_spec():
             thinking=dict(type='str'),
             tools=dict(type='str'),
         )),
-        max_tokens=dict(type='int', default=2048),
+        max_tokens=dict(type='int', default=2048, no_log=False),
         timeout=dict(type='float', default=120),
     )
     return spec

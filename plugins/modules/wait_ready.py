@@ -27,9 +27,9 @@ description:
     last journal lines.
   - On timeout the failure names every endpoint that is not ready and what it last answered.
 author:
-  - pdserve.sglang developers
+  - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
-  - pdserve.sglang.http
+  - pdserve.sglang.http_client
   - ansible.builtin.action_common_attributes
 options:
   endpoints:
@@ -103,6 +103,8 @@ attributes:
         unit state; no generation), does not wait and does not fail when an endpoint is not ready.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 notes:
   - The module never changes anything; it always reports C(changed=false).
   - SGLang's C(/health_generate) looks for the engine's answer once a second, so on a real PD server

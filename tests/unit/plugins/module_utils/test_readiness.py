@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils import readiness as rd
-from ansible_collections.pdserve.sglang.plugins.module_utils.http import HttpResult
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpResult
 
 WORKERS = {
     'workers': [
@@ -138,7 +138,7 @@ def test_failing_generation_backs_off():
     client = FakeClient(server_routes('decode', health_generate=503))
     state = rd.EndpointState(rd.Endpoint('http://h:1'))
     now = [100.0]
-    for _ in range(3):
+    for dummy in range(3):
         rd.probe_server(client, state, True, 1e12, 0.25, clock=lambda: now[0])
     # the 2nd and 3rd probe fall inside the back-off: only one generation attempt
     assert client.paths().count('/health_generate') == 1
@@ -249,7 +249,7 @@ def test_zombie_process_detected():
     proc = subprocess.Popen([sys.executable, '-c', 'pass'])
     try:
         # not reaped yet: the pid exists as a zombie until wait()
-        for _ in range(200):
+        for dummy in range(200):
             with open('/proc/%d/stat' % proc.pid) as handle:
                 if handle.read().rsplit(')', 1)[1].split()[0] == 'Z':
                     break

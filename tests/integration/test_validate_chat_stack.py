@@ -11,9 +11,7 @@ module's main() in-process with the arguments Ansible would pass.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
-import subprocess
 import sys
 import time
 
@@ -24,10 +22,12 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.pdserve.sglang.plugins.modules import validate_chat
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from ansible_cli import run_ansible  # noqa: E402  pylint: disable=wrong-import-position
+
 pytestmark = pytest.mark.integration
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-BIN = os.path.dirname(sys.executable)
 ALL = ['basic', 'thinking', 'tools', 'basic_stream', 'thinking_stream', 'tools_stream']
 
 
@@ -49,31 +49,6 @@ def run_module(args, monkeypatch):
         with pytest.raises(ModuleExit) as exc:
             validate_chat.main()
     return exc.value.args
-
-
-def run_ansible(module, args):
-    """`ansible localhost -m pdserve.sglang.<module> -a <json>`; returns (rc, result dict)."""
-    env = dict(os.environ)
-    env.update({
-        'ANSIBLE_COLLECTIONS_PATH': os.path.join(REPO, '.cache', 'collections'),
-        'ANSIBLE_STDOUT_CALLBACK': 'minimal',
-        'ANSIBLE_CALLBACK_RESULT_FORMAT': 'json',
-        'ANSIBLE_LOAD_CALLBACK_PLUGINS': '1',
-        'ANSIBLE_NOCOLOR': '1',
-        'ANSIBLE_HOST_KEY_CHECKING': '0',
-        'ANSIBLE_LOCALHOST_WARNING': '0',
-    })
-    cmd = [os.path.join(BIN, 'ansible'), 'localhost', '-i', 'localhost,', '-c', 'local',
-           '-e', 'ansible_python_interpreter=%s' % sys.executable,
-           '-m', 'pdserve.sglang.%s' % module, '-a', json.dumps(args)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    out = proc.stdout
-    marker = out.find('localhost | ')
-    start = out.find(' => {', marker)
-    assert marker >= 0 and start >= 0, 'no JSON result from ansible:\n%s\n%s' % (out, proc.stderr)
-    result = json.loads(out[start + 4:])
-    result['_state'] = out[marker + len('localhost | '):start].strip()
-    return proc.returncode, result
 
 
 # ---- scenarios: (stack kwargs, checks that must fail, cause they must name) --------------------

@@ -24,7 +24,7 @@ from ansible_collections.pdserve.sglang.plugins.modules import wait_ready
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import stack  # noqa: E402  pylint: disable=wrong-import-position
-from test_validate_chat import run_ansible  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_cli import run_ansible  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 
