@@ -3,6 +3,7 @@
 """GPU-free stand-in for ``python -m sglang.launch_server`` (see README.md here)."""
 import logging
 import os
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,9 +20,29 @@ def main(argv=None):
 
     from sglemu.app import Server, create_app
 
+    log = logging.getLogger("sglang_emulator")
+    # SGLang's rank 0 binds --dist-init-addr for the torch.distributed rendezvous: two servers
+    # given the same address on one host fail at startup. Hold that port like it does.
+    rendezvous = None
+    if args.dist_init_addr:
+        host, _sep, port = args.dist_init_addr.rpartition(":")
+        rendezvous = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET)
+        try:
+            rendezvous.bind((host.strip("[]") or "0.0.0.0", int(port)))
+            rendezvous.listen(16)
+        except (OSError, ValueError) as exc:
+            log.error("torch.distributed.DistNetworkError: The server socket has failed to listen "
+                      "on any local network address. port: %s, %s (--dist-init-addr %s)",
+                      port, exc, args.dist_init_addr)
+            return 1
     server = Server(args)
     app = create_app(server)
-    server.start_background()
+    try:
+        server.start_background()
+    except OSError as exc:
+        log.error("Failed to start the bootstrap server on port %s: %s",
+                  args.disaggregation_bootstrap_port, exc)
+        return 1
     logging.getLogger("sglang_emulator").info(
         "SGLang emulator: model=%s served_model_name=%s mode=%s tp=%s port=%s",
         args.model_path, args.served_model_name, args.disaggregation_mode, args.tp_size,

@@ -286,3 +286,16 @@ def test_invalid_json_arguments(knob_servers):
     assert [c["function"]["name"] for c in calls] == ["get_weather"]
     with pytest.raises(ValueError):
         json.loads(calls[0]["function"]["arguments"])
+
+
+def test_port_conflicts_fail_at_startup(servers):
+    # like SGLang: the torch.distributed rendezvous port and the bootstrap port are bound at
+    # startup, so two servers given the same one on a host cannot both start
+    taken = servers["plain"].port
+    dist = run_cli("--port", str(stack.free_port()), "--dist-init-addr", "127.0.0.1:%d" % taken)
+    assert dist.returncode == 1
+    assert "DistNetworkError" in dist.stderr and "--dist-init-addr" in dist.stderr
+    boot = run_cli("--port", str(stack.free_port()), "--disaggregation-mode", "prefill",
+                   "--disaggregation-bootstrap-port", str(taken))
+    assert boot.returncode == 1
+    assert "bootstrap server" in boot.stderr
