@@ -67,7 +67,6 @@ def _emulators(specs):
 def servers():
     specs = {
         "plain": ("null", ("--api-key", "sk-test", "--context-length", "8k"), None),
-        "loading": ("null", (), {"SGLANG_EMULATOR_LOAD_DELAY": "2.5"}),
         "never": ("null", (), {"SGLANG_EMULATOR_NEVER_READY": "1"}),
         "fail": ("null", (), {"SGLANG_EMULATOR_FAIL_5XX": "1"}),
         "hang": ("null", (), {"SGLANG_EMULATOR_HANG": "1", "SGLANG_HEALTH_CHECK_TIMEOUT": "1"}),
@@ -122,16 +121,20 @@ def test_server_and_model_info(servers):
         assert json.loads(resp.read())["data"][0]["id"] == stack.MODEL
 
 
-def test_load_delay_then_ready(servers):
-    emu = servers["loading"]
-    assert stack.http_get(emu.url + "/health")[0] == 503
-    assert stack.http_get(emu.url + "/health_generate")[0] == 503
-    status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
-    assert status == 503, payload
-    emu.wait_healthy(30)
-    assert stack.http_get(emu.url + "/health_generate")[0] == 200
-    status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
-    assert status == 200 and payload["choices"][0]["message"]["content"] == "391"
+def test_load_delay_then_ready():
+    # its own server: the delay runs from process start, a shared one could be ready already
+    emu = _emulators([("null", (), {"SGLANG_EMULATOR_LOAD_DELAY": "5"})])[0]
+    try:
+        assert stack.http_get(emu.url + "/health")[0] == 503
+        assert stack.http_get(emu.url + "/health_generate")[0] == 503
+        status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
+        assert status == 503, payload
+        emu.wait_healthy(30)
+        assert stack.http_get(emu.url + "/health_generate")[0] == 200
+        status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
+        assert status == 200 and payload["choices"][0]["message"]["content"] == "391"
+    finally:
+        emu.stop()
 
 
 def test_never_ready(servers):
@@ -160,7 +163,7 @@ def test_hang_accepts_but_never_answers(servers):
 
 
 def test_crash_after():
-    emu = stack.Emulator("null", env={"SGLANG_EMULATOR_CRASH_AFTER": "1"}).start()
+    emu = stack.Emulator("null", env={"SGLANG_EMULATOR_CRASH_AFTER": "3"}).start()
     try:
         emu.wait_healthy(30)
         assert emu.proc.wait(timeout=30) != 0
