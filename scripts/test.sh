@@ -8,6 +8,7 @@
 #                      sanity pytest molecule); default all
 #   PDSERVE_SCENARIOS  only these molecule scenarios (space/comma separated); default all under
 #                      extensions/molecule/, `platform` first
+#   PDSERVE_KEEP_GOING=1  run the later stages after a failure too (still exits non-zero)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +19,7 @@ stages_wanted=${stages_wanted//,/ }
 names=()
 results=()
 times=()
+failed=()
 total_start=$SECONDS
 
 summary() {
@@ -42,6 +44,11 @@ run_stage() {
     results+=(ok)
   else
     results+=(FAIL)
+    failed+=("$name")
+    if [[ ${PDSERVE_KEEP_GOING:-0} == 1 && $name != setup ]]; then
+      printf '\ntest.sh: stage "%s" failed (exit %s); going on (PDSERVE_KEEP_GOING=1).\n' "$name" "$rc" >&2
+      return 0
+    fi
     summary
     printf '\ntest.sh: stage "%s" failed (exit %s); stages after it did not run.\n' "$name" "$rc" >&2
     exit 1
@@ -163,4 +170,8 @@ fi
 
 summary
 echo
+if ((${#failed[@]})); then
+  printf 'test.sh: failed stages: %s\n' "${failed[*]}" >&2
+  exit 1
+fi
 echo "test.sh: all stages passed"
