@@ -193,12 +193,19 @@ def test_metric_names_and_labels(servers):
         assert samples[0][0]["model_name"] == stack.MODEL
         assert samples[0][0]["engine_type"] == "unified"
         assert samples[0][0]["tp_rank"] == "0"
+    # like SGLang's multiprocess collector: no family (not even HELP/TYPE) before its first sample
     for name in ("sglang:num_bootstrap_failed_reqs_total", "sglang:num_transfer_failed_reqs_total",
-                 "sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds",
-                 "sglang:e2e_request_latency_seconds", "sglang:kv_transfer_latency_ms",
-                 "sglang:prompt_tokens_total", "sglang:generation_tokens_total",
-                 "sglang:num_requests_total"):
-        assert "# TYPE %s" % name.replace("_total", "") in text or "# TYPE %s " % name in text
+                 "sglang:kv_transfer_latency_ms"):
+        assert name not in text
+    assert "_created" not in text
+    status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
+    assert status == 200, payload
+    text = stack.http_get(emu.url + "/metrics")[1]
+    for name in ("sglang:time_to_first_token_seconds_count",
+                 "sglang:e2e_request_latency_seconds_count", "sglang:prompt_tokens_total",
+                 "sglang:generation_tokens_total", "sglang:num_requests_total"):
+        samples = stack.metric_samples(text, name)
+        assert samples and samples[0][0]["is_streaming"] == "false", name
 
 
 def test_generation_tokens_counted(servers):

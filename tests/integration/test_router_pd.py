@@ -189,6 +189,16 @@ def test_metrics_move_with_traffic(good):
     assert stack.metric_samples(text, "sglang:num_bootstrap_failed_reqs_total") == []
 
 
+def test_router_engine_metrics_merge_both_workers(good):
+    status, dummy_payload = chat(good.router_url, chat_body(good.model))
+    assert status == 200
+    status, text = stack.http_get(good.router_url + "/engine_metrics")
+    assert status == 200, text
+    samples = stack.metric_samples(text, "sglang_num_requests_total")
+    engines = {labels["engine_type"]: labels["worker_addr"] for labels, dummy_v in samples}
+    assert engines == {"prefill": good.prefill.url, "decode": good.decode.url}
+
+
 def test_decode_without_reasoning_parser_leaks_reasoning(misconfigured):
     status, payload = chat(misconfigured.router_url,
                            chat_body(misconfigured.model, thinking=True))

@@ -1,8 +1,27 @@
 """/metrics with SGLang's metric names, served through prometheus_client like SGLang does."""
 import re
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram,
+                               disable_created_metrics, make_asgi_app)
 from starlette.routing import Mount
+
+# SGLang runs prometheus_client in multiprocess mode (PROMETHEUS_MULTIPROC_DIR). Its collector
+# writes no ``*_created`` series and leaves out every metric that has no sample yet (not even
+# HELP/TYPE lines): a labelled counter appears with its first increment. The emulator does the
+# same (the router's /engine_metrics fails on families without samples).
+disable_created_metrics()
+
+
+class _SampledOnly:
+    """Collector exposing only the metric families of ``registry`` that have samples."""
+
+    def __init__(self, registry):
+        self.registry = registry
+
+    def collect(self):
+        for family in self.registry.collect():
+            if family.samples:
+                yield family
 
 # Scheduler metrics carry these labels; tokenizer metrics carry model_name and engine_type,
 # the request counters and latency histograms also is_streaming
@@ -53,6 +72,8 @@ class Metrics:
 
     def __init__(self, model_name, engine_type, tp_rank="0"):
         self.registry = CollectorRegistry()
+        self.exposed = CollectorRegistry(auto_describe=False)
+        self.exposed.register(_SampledOnly(self.registry))
         self.labels = {"model_name": model_name, "engine_type": engine_type,
                        "tp_rank": tp_rank, "pp_rank": "0", "moe_ep_rank": "0"}
         self.tokenizer_labels = {"model_name": model_name, "engine_type": engine_type}
@@ -89,6 +110,6 @@ class Metrics:
 
     def route(self):
         """The /metrics route as SGLang mounts it (no 307 redirect to /metrics/)."""
-        route = Mount("/metrics", make_asgi_app(registry=self.registry))
+        route = Mount("/metrics", make_asgi_app(registry=self.exposed))
         route.path_regex = re.compile("^/metrics(?P<path>.*)$")
         return route
