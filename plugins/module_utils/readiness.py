@@ -343,6 +343,14 @@ class Waiter(object):
                 state.fatal = '%s %s: %s' % (ep.unit, problem, describe_unit_state(unit_state))
                 state.journal = self.inspector.journal(ep.unit)
 
+    def _record_unit(self, state):
+        """Keep the unit state of a ready endpoint in the result (NRestarts tells of crashes)."""
+        if state.endpoint.unit and self.inspector is not None:
+            try:
+                state.unit_state = self.inspector.state(state.endpoint.unit)
+            except RuntimeError:
+                pass
+
     def _probe_once(self, state, deadline):
         state.attempts += 1
         probe = self.probes[state.endpoint.kind]
@@ -358,6 +366,7 @@ class Waiter(object):
                 if self._probe_once(state, deadline):
                     state.ready = True
                     state.seconds = self.clock() - self.started
+                    self._record_unit(state)
                     return
                 self._liveness(state)
                 if state.fatal:
@@ -405,6 +414,7 @@ class Waiter(object):
             state.ready = self._probe_once(state, deadline)
             if state.ready:
                 state.seconds = self.clock() - self.started
+                self._record_unit(state)
             else:
                 self._liveness(state)
         self.elapsed = self.clock() - self.started

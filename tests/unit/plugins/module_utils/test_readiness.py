@@ -370,3 +370,14 @@ def test_endpoint_names():
     assert rd.Endpoint('http://127.0.0.1:30000/').name == '127.0.0.1:30000'
     assert rd.Endpoint('http://127.0.0.1:30000', unit='sglang-prefill.service').name == 'sglang-prefill.service'
     assert rd.Endpoint('http://127.0.0.1:30000', name='p', unit='u').name == 'p'
+
+
+def test_ready_endpoint_keeps_its_unit_state():
+    systemd = FakeSystemd('LoadState=loaded\nActiveState=active\nSubState=running\nNRestarts=2\n')
+    client = FakeClient(server_routes('prefill'))
+    eps = [rd.Endpoint('http://h:1', unit='sglang-prefill.service')]
+    states, outcome = rd.Waiter(eps, client, timeout=10, interval=0.05,
+                                inspector=rd.SystemdInspector(systemd)).run()
+    assert outcome == 'ready'
+    assert states[0].unit_state['NRestarts'] == '2'
+    assert states[0].journal is None
