@@ -23,6 +23,7 @@ class _SampledOnly:
             if family.samples:
                 yield family
 
+
 # Scheduler metrics carry these labels; tokenizer metrics carry model_name and engine_type,
 # the request counters and latency histograms also is_streaming
 # (sglang/srt/observability/metrics_collector.py in 0.5.23).
