@@ -177,6 +177,9 @@ def diagnose_http_failure(status, body_json, body_text, headers=None, error=None
         return evidence, CAUSE_NO_DECODE
     if 'no prefill worker' in lowered or ('no available prefill workers' in lowered and 'circuit' not in lowered):
         return evidence, CAUSE_NO_PREFILL
+    if 'bootstrap_room' in lowered or 'bootstrap room' in lowered or 'bootstrap_host' in lowered:
+        return evidence, ('this is a prefill or decode server, which cannot serve a request alone: '
+                          'validate through the router URL')
     if status == 401 or status == 403:
         return evidence, 'authentication refused (HTTP %s): check api_key against the router --api-key' % status
     if status == 404 and 'model' in lowered:

@@ -372,6 +372,18 @@ def test_connection_refused_and_timeout():
     assert 'accepted the request' in cause
 
 
+def test_pd_server_instead_of_router():
+    body = {'object': 'error', 'message': 'bootstrap_room is required in DECODE disaggregation mode: send '
+            'generation requests through the PD router', 'code': 400}
+    _evidence, cause = cc.diagnose_http_failure(400, body, json.dumps(body), {}, workers=None)
+    assert 'router URL' in cause
+    # SGLang's own wording
+    body = {'object': 'error', 'message': "Invalid request: Disaggregated request received without bootstrap room "
+            "id. req.rid='65af'", 'code': 400}
+    _evidence, cause = cc.diagnose_http_failure(400, body, json.dumps(body), {}, workers=None)
+    assert 'router URL' in cause
+
+
 def test_auth_refused():
     _evidence, cause = cc.diagnose_http_failure(401, {'error': 'Unauthorized'}, '', {}, workers=None)
     assert 'api_key' in cause
