@@ -324,20 +324,23 @@ def ready_line(endpoint):
 
 
 def listening_sockets(lines):
-    """Parse the preflight's listener report.
+    """Parse the preflight's listener report (roles/sglang_server/tasks/listeners.yml).
 
-    Each line is ``<local address:port>\\t<pid>:<unit> ...`` (unit ``none`` when the process is
-    not in a systemd service). Returns a list of dicts: address, port, owners [{pid, unit}].
+    Each line is ``<local address:port>\t<socket uid>\t<pid>:<unit> ...`` (unit ``none`` when the
+    process is not in a systemd service; no pairs when /proc could not be read). Returns a list of
+    dicts: address, port, uid (int or None), owners [{pid, unit}].
     """
     if isinstance(lines, str):
         lines = lines.splitlines()
     result = []
     for line in lines or []:
-        line = to_text(line).strip()
-        if not line:
+        line = to_text(line).strip("\r\n")
+        if not line.strip():
             continue
-        local, _sep, owners_text = line.partition("\t")
-        local = local.strip()
+        fields = line.split("\t")
+        local = fields[0].strip()
+        uid_text = fields[1].strip() if len(fields) > 1 else ""
+        owners_text = fields[2] if len(fields) > 2 else ""
         if ":" not in local:
             continue
         address, _sep, port = local.rpartition(":")
@@ -352,7 +355,8 @@ def listening_sockets(lines):
         for owner in owners_text.split():
             pid, _sep, unit = owner.partition(":")
             owners.append({"pid": pid, "unit": unit or "none"})
-        result.append({"address": address, "port": port, "owners": owners})
+        result.append({"address": address, "port": port,
+                       "uid": int(uid_text) if uid_text.isdigit() else None, "owners": owners})
     return result
 
 
@@ -460,7 +464,8 @@ def preflight_problems(data):
 
     ``data`` keys: host (inventory name), instances (normalized, both modes), model (shared model
     settings; None skips the model checks), router (dict with host, port, prometheus_host, prometheus_port, workers, or None when the
-    host runs no router), listeners (listening_sockets result or None), numa_nodes (list of ints or
+    host runs no router), listeners (listening_sockets result or None), own_uids (uids whose
+    sockets are ours when owners are unknown), numa_nodes (list of ints or
     None when unknown), gpus (gpu_facts list or None when the host has no GPU facts), path_results
     (registered ansible.builtin.stat loop results whose item has var and path), numa_binding,
     numactl_present (bool or None), nvidia_uvm_missing (bool). The router's worker checks run only when
@@ -527,14 +532,22 @@ def preflight_problems(data):
     own_units = set(inst.get("unit") for inst in instances)
     if router is not None:
         own_units.add(ROUTER_UNIT)
+    own_uids = set(int(u) for u in data.get("own_uids") or [])
     for sock in data.get("listeners") or []:
         if sock["port"] not in users:
             continue
-        foreign = [o for o in sock["owners"] if o.get("unit") not in own_units]
-        if not foreign:
+        owners = sock.get("owners") or []
+        if owners:
+            foreign = [o for o in owners if o.get("unit") not in own_units]
+            if not foreign:
+                continue
+            who = ", ".join("pid %s (%s)" % (o["pid"], o["unit"] if o["unit"] != "none" else "not a systemd service")
+                            for o in foreign)
+        elif sock.get("uid") is not None and sock["uid"] in own_uids:
+            # /proc was not readable (no owners); a socket of the service user is one of ours.
             continue
-        who = ", ".join("pid %s (%s)" % (o["pid"], o["unit"] if o["unit"] != "none" else "not a systemd service")
-                        for o in foreign)
+        else:
+            who = "a process of uid %s that is not the service user" % sock.get("uid")
         problems.append("%s: %s wants port %s but %s:%s is already held by %s; stop that process or choose "
                         "another port" % (where, users[sock["port"]], sock["port"], sock["address"],
                                           sock["port"], who))
