@@ -1,0 +1,88 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Every role's meta/argument_specs.yml and defaults/main.yml agree (prometheus.prometheus style).
+
+- every default is documented as an option of the ``main`` entry point, with the same default value;
+- every option without a default in defaults/main.yml is required (or explicitly has no default);
+- every option has a type and a description.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pathlib
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROLES = sorted(p for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir())
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def _entry(role):
+    spec = _load(role / "meta" / "argument_specs.yml")
+    return spec["argument_specs"]["main"]
+
+
+def test_roles_found():
+    names = [r.name for r in ROLES]
+    assert "sglang_server" in names and "sglang_router" in names
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_every_role_has_spec_and_defaults(role):
+    assert (role / "meta" / "argument_specs.yml").is_file(), "%s has no meta/argument_specs.yml" % role.name
+    assert (role / "defaults" / "main.yml").is_file(), "%s has no defaults/main.yml" % role.name
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_defaults_are_documented_with_the_same_value(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    options = _entry(role).get("options") or {}
+    undocumented = sorted(set(defaults) - set(options))
+    assert not undocumented, "%s: defaults missing from argument_specs: %s" % (role.name, undocumented)
+    differing = dict(
+        (name, (defaults[name], options[name].get("default")))
+        for name in defaults
+        if options[name].get("default") != defaults[name]
+    )
+    assert not differing, "%s: default in defaults/main.yml vs argument_specs: %s" % (role.name, differing)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_options_without_defaults_are_required(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    options = _entry(role).get("options") or {}
+    loose = sorted(
+        name for name, opt in options.items()
+        if name not in defaults and not opt.get("required") and "default" in opt and opt["default"] is not None
+    )
+    assert not loose, "%s: options with a spec default but none in defaults/main.yml: %s" % (role.name, loose)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_options_have_type_and_description(role):
+    options = _entry(role).get("options") or {}
+    bad = sorted(name for name, opt in options.items() if not opt.get("type") or not opt.get("description"))
+    assert not bad, "%s: options without type or description: %s" % (role.name, bad)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_public_variables_are_role_prefixed(role):
+    options = _entry(role).get("options") or {}
+    bad = sorted(name for name in options if not name.startswith(role.name + "_"))
+    assert not bad, "%s: options not prefixed with the role name: %s" % (role.name, bad)
+
+
+def test_server_preflight_router_defaults_match_router_role():
+    """The server preflight falls back to the router's port defaults when the router shares the host."""
+    router = _load(ROOT / "roles" / "sglang_router" / "defaults" / "main.yml")
+    preflight = (ROOT / "roles" / "sglang_server" / "tasks" / "preflight.yml").read_text(encoding="utf-8")
+    assert "sglang_router_port | default(%d)" % router["sglang_router_port"] in preflight
+    assert "sglang_router_prometheus_port | default(%d)" % router["sglang_router_prometheus_port"] in preflight
