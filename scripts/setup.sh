@@ -36,9 +36,8 @@ if ((${#missing[@]})); then
   say "apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # podman's recommended helpers (conmon, catatonit, slirp4netns, ...) come with podman itself.
-  apt-get install -y -qq podman >/dev/null
+  # With recommends: podman's helpers (catatonit, slirp4netns, ...) come along.
+  apt-get install -y -qq "${missing[@]}" >/dev/null
 else
   say "apt packages present"
 fi
@@ -55,7 +54,7 @@ fi
 req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [[ $(cat .venv/.requirements.sha256 2>/dev/null) != "$req_hash" ]]; then
   say "pip install -r requirements.txt"
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt
   echo "$req_hash" >.venv/.requirements.sha256
 else
   say ".venv matches requirements.txt"
@@ -69,7 +68,7 @@ if [[ ! -e $stamp ]]; then
   wheel=$(ls "$bundle_dir"/ansible-"$ANSIBLE_BUNDLE_VERSION"-*.whl 2>/dev/null | head -n1 || true)
   if [[ -z $wheel ]]; then
     say "pip download ansible==$ANSIBLE_BUNDLE_VERSION (about 54 MB, once per machine)"
-    .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
       -d "$bundle_dir" "ansible==$ANSIBLE_BUNDLE_VERSION"
     wheel=$(ls "$bundle_dir"/ansible-"$ANSIBLE_BUNDLE_VERSION"-*.whl | head -n1)
   fi

@@ -66,7 +66,7 @@ else
 fi
 
 say "podman import -> $IMAGE"
-podman import \
+podman import --quiet \
   --change 'CMD=["/sbin/init"]' \
   --change 'STOPSIGNAL=SIGRTMIN+3' \
   --change "LABEL=pdserve.recipe=$recipe" \
