@@ -71,10 +71,10 @@ stage_sanity() {
   mkdir -p "$dest"
   find "$dest" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
   git ls-files -z -co --exclude-standard \
-    | while IFS= read -r -d '' f; do [[ -e $f || -L $f ]] && printf '%s\0' "$f"; done \
-    | rsync -a --from0 --files-from=- ./ "$dest/"
-  [[ -d $dest/.git ]] || git -C "$dest" init -q
-  sanity_get_pip
+    | while IFS= read -r -d '' f; do if [[ -e $f || -L $f ]]; then printf '%s\0' "$f"; fi; done \
+    | rsync -a --from0 --files-from=- ./ "$dest/" || return 1
+  [[ -d $dest/.git ]] || git -C "$dest" init -q || return 1
+  sanity_get_pip || return 1
   # --venv --requirements: each sanity test runs in its own virtualenv with ansible-test's pinned
   # requirements, installed from PyPI once and reused from ~/.ansible/test/venv afterwards.
   (cd "$dest" && ansible-test sanity --python 3.11 --venv --requirements --color no "${sanity_skip[@]}")
