@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""sglang_flag_check through main(), exit_json/fail_json patched.
+
+The module really runs an interpreter (this one) with its checker; SGLang itself is a small fake
+package on `pythonpath` whose ServerArgs.add_cli_args fills the parser the way SGLang's does (flags
+with choices, a required --model-path, a choice that depends on an environment variable). The real
+SGLang 0.5.23 is checked by the molecule scenario extensions/molecule/sglang_install.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import sys
+import textwrap
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.pdserve.sglang.plugins.modules import sglang_flag_check
+
+FAKE_SERVER_ARGS = textwrap.dedent('''
+    import os
+
+    class ServerArgs:
+        @staticmethod
+        def add_cli_args(parser):
+            parser.add_argument("--model-path", "--model", dest="model_path", required=True)
+            parser.add_argument("--tp-size", type=int, default=1)
+            parser.add_argument("--mem-fraction-static", type=float)
+            parser.add_argument("--disaggregation-mode", choices=["null", "prefill", "decode"], default="null")
+            parser.add_argument("--reasoning-parser", choices=["auto", "deepseek-r1", "deepseek-v3", "deepseek-v4"])
+            parser.add_argument("--tool-call-parser", choices=["auto", "deepseekv3", "deepseekv32", "deepseekv4"])
+            sampling = ["flashinfer", "pytorch"]
+            if os.environ.get("FAKE_SGLANG_EXTRA_SAMPLING"):
+                sampling.append("token_oracle")
+            parser.add_argument("--sampling-backend", choices=sampling)
+            parser.add_argument("--enable-metrics", action="store_true")
+            print("noise on stdout while building the parser")
+''')
+
+GOOD = ["--model-path", "/models/m", "--tp-size", 4, "--mem-fraction-static", 0.8,
+        "--disaggregation-mode", "prefill", "--reasoning-parser", "deepseek-v4",
+        "--tool-call-parser", "deepseekv4", "--enable-metrics"]
+
+
+class AnsibleExitJson(Exception):
+    pass
+
+
+class AnsibleFailJson(Exception):
+    pass
+
+
+def exit_json(self, **kwargs):
+    raise AnsibleExitJson(kwargs)
+
+
+def fail_json(self, **kwargs):
+    kwargs["failed"] = True
+    raise AnsibleFailJson(kwargs)
+
+
+@pytest.fixture
+def fake_sglang(tmp_path, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    root = tmp_path / "site"
+    srt = root / "sglang" / "srt"
+    srt.mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text('__version__ = "0.5.23"\nprint("import noise")\n')
+    (srt / "__init__.py").write_text("")
+    (srt / "server_args.py").write_text(FAKE_SERVER_ARGS)
+    return str(root)
+
+
+def run(args):
+    with patch_module_args(args):
+        try:
+            sglang_flag_check.main()
+        except AnsibleExitJson as exc:
+            return "exit", exc.args[0]
+        except AnsibleFailJson as exc:
+            return "fail", exc.args[0]
+    raise AssertionError("module neither exited nor failed")
+
+
+def lines(*items):
+    return [{"name": name, "argv": argv} for name, argv in items]
+
+
+def test_accepts_valid_command_lines(fake_sglang):
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("prefill", GOOD), ("decode", GOOD[:-1]))})
+    assert outcome == "exit", result
+    assert result["changed"] is False
+    assert result["invalid"] == []
+    assert [r["valid"] for r in result["results"]] == [True, True]
+    assert result["sglang_version"] == "0.5.23"
+
+
+def test_misspelled_parser_value_fails_naming_flag_and_suggestion(fake_sglang):
+    bad = [w if w != "deepseek-v4" else "deepseekv4" for w in GOOD]
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("prefill", GOOD), ("decode", bad))})
+    assert outcome == "fail"
+    assert result["invalid"] == ["decode"]
+    decode = result["results"][1]
+    assert decode["valid"] is False
+    assert decode["flag"] == "--reasoning-parser"
+    assert decode["suggestion"] == "deepseek-v4"
+    assert "invalid choice: 'deepseekv4'" in decode["error"]
+    assert "decode: argument --reasoning-parser" in result["msg"]
+    assert "did you mean deepseek-v4?" in result["msg"]
+    assert result["results"][0]["valid"] is True
+
+
+def test_unknown_flag_fails_with_closest_flag(fake_sglang):
+    bad = [w if w != "--tool-call-parser" else "--tool-call-parsr" for w in GOOD]
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("prefill", bad))})
+    assert outcome == "fail"
+    entry = result["results"][0]
+    assert entry["flag"] == "--tool-call-parsr"
+    assert entry["suggestion"] == "--tool-call-parser"
+    assert "unrecognized arguments" in entry["error"]
+
+
+def test_missing_required_flag_and_bad_type(fake_sglang):
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("no-model", ["--tp-size", "4"]),
+                                                  ("bad-type", ["--model-path", "/m", "--tp-size", "four"]))})
+    assert outcome == "fail"
+    first, second = result["results"]
+    assert first["flag"] == "--model-path" and "required" in first["error"]
+    assert second["flag"] == "--tp-size" and "invalid int value" in second["error"]
+
+
+def test_help_is_not_a_server_flag(fake_sglang):
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("help", ["--model-path", "/m", "--help"]))})
+    assert outcome == "fail"
+    assert "--help" in result["results"][0]["error"]
+
+
+def test_environment_reaches_the_parser(fake_sglang):
+    argv = ["--model-path", "/m", "--sampling-backend", "token_oracle"]
+    outcome, _ = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                      "command_lines": lines(("oracle", argv))})
+    assert outcome == "fail"
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "environment": {"FAKE_SGLANG_EXTRA_SAMPLING": "1"},
+                           "command_lines": lines(("oracle", argv))})
+    assert outcome == "exit", result
+
+
+def test_without_sglang_fails_saying_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    outcome, result = run({"python": sys.executable, "pythonpath": [str(tmp_path)],
+                           "command_lines": lines(("prefill", GOOD))})
+    assert outcome == "fail"
+    assert "cannot import SGLang's argument parser" in result["msg"]
+    assert "sglang" in result["msg"]
+
+
+def test_missing_interpreter_fails_before_running(tmp_path, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    outcome, result = run({"python": str(tmp_path / "venv" / "bin" / "python"),
+                           "command_lines": lines(("prefill", GOOD))})
+    assert outcome == "fail"
+    assert "is not an executable Python" in result["msg"]
+
+
+def test_nested_values_are_rejected(fake_sglang):
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("prefill", ["--model-path", ["/m"]]))})
+    assert outcome == "fail"
+    assert "not a word" in result["msg"]
