@@ -222,7 +222,7 @@ try:
 except Exception as exc:  # report any import failure, not only ImportError
     out["import_error"] = "%s: %s" % (type(exc).__name__, exc)
     print(json.dumps(out))
-    sys.exit(0)
+    raise SystemExit(0)
 
 results = []
 for item in request["command_lines"]:

@@ -148,9 +148,10 @@ def test_help_is_not_a_server_flag(fake_sglang):
 
 def test_environment_reaches_the_parser(fake_sglang):
     argv = ["--model-path", "/m", "--sampling-backend", "token_oracle"]
-    outcome, _ = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                      "command_lines": lines(("oracle", argv))})
+    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+                           "command_lines": lines(("oracle", argv))})
     assert outcome == "fail"
+    assert result["results"][0]["flag"] == "--sampling-backend"
     outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "environment": {"FAKE_SGLANG_EXTRA_SAMPLING": "1"},
                            "command_lines": lines(("oracle", argv))})
