@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Rollout figures of the local inventory (a benchmark, not a test: it prints, it asserts nothing).
@@ -33,7 +33,7 @@ INVENTORY = os.path.join(ROOT, "inventories", "local")
 
 def run(cmd, check=True):
     start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     elapsed = time.monotonic() - start
     if check and proc.returncode != 0:
         sys.stdout.write(proc.stdout[-6000:])
@@ -83,7 +83,7 @@ def main():
     slowest = max(args.prefill_delay, args.decode_delay)
     try:
         run(["podman", "rm", "-f", "-t", "0", CONTAINER], check=False)
-        setup, _ = run(playbook(extra_file, os.path.join(ROOT, "playbooks", "local_container.yml")))
+        setup, _setup_output = run(playbook(extra_file, os.path.join(ROOT, "playbooks", "local_container.yml")))
         cold, out = run(playbook(extra_file, os.path.join(ROOT, "site.yml")))
         units = unit_times()
         ready = dict(re.findall(r"(sglang-\w+\.service) http://\S+ ready in ([\d.]+) s", out))

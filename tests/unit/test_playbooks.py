@@ -24,7 +24,7 @@ def _playbook(*args):
     env["ANSIBLE_NOCOLOR"] = "1"
     cmd = [str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "site.yml", *args]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout
     return proc.stdout
 
