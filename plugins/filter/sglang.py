@@ -230,6 +230,18 @@ def server_args(instance, model, numa_binding="numactl", enable_metrics=True):
     return lines
 
 
+def flag_check_lines(instances, model, numa_binding="numactl", enable_metrics=True):
+    """Command lines for the sglang_install flag check: [{name, argv}] with argv the words after
+    ``-m sglang.launch_server``, exactly as the units pass them."""
+    result = []
+    for instance in instances or []:
+        argv = []
+        for line in server_args(instance, model, numa_binding, enable_metrics):
+            argv.extend(to_text(word) for word in line)
+        result.append({"name": instance["name"], "argv": argv})
+    return result
+
+
 def _url_host(host):
     host = to_text(host)
     if ":" in host and not host.startswith("["):
@@ -609,6 +621,7 @@ class FilterModule(object):
             "env_quote": env_quote,
             "normalize_instances": normalize_instances,
             "server_args": server_args,
+            "flag_check_lines": flag_check_lines,
             "pd_router_workers": pd_router_workers,
             "router_args": router_args,
             "group_args": group_args,

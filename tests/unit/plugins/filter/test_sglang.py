@@ -457,3 +457,13 @@ def test_ready_line():
     assert line == "r u ready in 1.0 s (workers: decode 1/1 healthy, prefill 1/1 healthy)"
     assert F.ready_line({"name": "x", "url": "u", "ready": False, "failure": "unit failed"}) == \
         "x u NOT ready (unit failed)"
+
+
+def test_flag_check_lines_are_the_unit_arguments_as_strings():
+    prefill = _instances()[0]
+    lines = F.flag_check_lines([prefill], MODEL)
+    assert lines == [{"name": "prefill",
+                      "argv": [str(word) for line in F.server_args(prefill, MODEL) for word in line]}]
+    assert lines[0]["argv"][:4] == ["--model-path", "/models/DeepSeek-V4-Flash", "--served-model-name",
+                                    "deepseek-v4-flash"]
+    assert "--mem-fraction-static" in lines[0]["argv"] and "0.8" in lines[0]["argv"]
