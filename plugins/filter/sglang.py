@@ -156,12 +156,13 @@ def normalize_instances(instances, mode, defaults=None, env_dir="/etc/sglang"):
             _fail("%s instance #%d must be a dict, got %r" % (mode, index, raw))
         inst = dict(base)
         inst.update(dict((k, v) for k, v in raw.items() if v is not None))
-        inst["gpus"] = list(inst.get("gpus") or [])
-        inst["extra_args"] = list(inst.get("extra_args") or [])
-        inst["env"] = dict(inst.get("env") or {})
+        # Wrong shapes are kept as given so that preflight_problems can name them.
+        for key, kinds in (("gpus", (list, tuple)), ("extra_args", (list, tuple)), ("env", (dict,))):
+            if isinstance(inst.get(key), kinds):
+                inst[key] = kinds[0](inst[key])
         inst["mode"] = mode
         if raw.get("tp_size") is None:
-            inst["tp_size"] = max(len(inst["gpus"]), 1)
+            inst["tp_size"] = max(len(inst["gpus"]), 1) if isinstance(inst["gpus"], list) else 1
         if mode == "prefill" and inst.get("bootstrap_port") is None:
             inst["bootstrap_port"] = 8998
         name = to_text(inst.get("name", ""))
@@ -425,14 +426,14 @@ def _check_instance(inst, problems, where, numa_nodes, gpus_by_index, numa_bindi
         if not _is_int(value) or not 1 <= value <= 65535:
             problems.append("%s: %s.%s must be a port between 1 and 65535, got %r" % (where, var, key, value))
     gpus = inst.get("gpus") or []
-    if any(not _is_int(g) or g < 0 for g in gpus):
+    if not isinstance(gpus, list) or any(not _is_int(g) or g < 0 for g in gpus):
         problems.append("%s: %s.gpus must be a list of GPU indexes (integers >= 0), got %r" % (where, var, gpus))
     elif len(set(gpus)) != len(gpus):
         problems.append("%s: %s.gpus lists a GPU twice: %r" % (where, var, gpus))
     tp_size = inst.get("tp_size")
     if not _is_int(tp_size) or tp_size < 1:
         problems.append("%s: %s.tp_size must be a positive integer, got %r" % (where, var, tp_size))
-    elif gpus and tp_size != len(gpus):
+    elif gpus and isinstance(gpus, list) and tp_size != len(gpus):
         problems.append("%s: %s.tp_size is %s but gpus lists %d GPU(s) %r; make tp_size equal to the number of "
                         "GPUs (or drop tp_size: it defaults to len(gpus))" % (where, var, tp_size, len(gpus), gpus))
     mem = inst.get("mem_fraction_static")
@@ -455,7 +456,7 @@ def _check_instance(inst, problems, where, numa_nodes, gpus_by_index, numa_bindi
         elif numa_nodes is not None and numa not in numa_nodes:
             problems.append("%s: %s.numa_node is %s but the host has NUMA node(s) %s; pick one of them or drop "
                             "numa_node" % (where, var, numa, sorted(numa_nodes)))
-    if gpus_by_index is not None:
+    if gpus_by_index is not None and isinstance(gpus, list):
         for gpu in gpus:
             if not _is_int(gpu):
                 continue
@@ -516,7 +517,7 @@ def preflight_problems(data):
 
     gpu_users = {}
     for inst in instances:
-        for gpu in inst.get("gpus") or []:
+        for gpu in inst.get("gpus") if isinstance(inst.get("gpus"), list) else []:
             if gpu in gpu_users and gpu_users[gpu] is not inst:
                 problems.append("%s: GPU %s is given to both %s and %s; give each GPU to one instance"
                                 % (where, gpu, _instance_var(gpu_users[gpu]), _instance_var(inst)))

@@ -467,3 +467,12 @@ def test_flag_check_lines_are_the_unit_arguments_as_strings():
     assert lines[0]["argv"][:4] == ["--model-path", "/models/DeepSeek-V4-Flash", "--served-model-name",
                                     "deepseek-v4-flash"]
     assert "--mem-fraction-static" in lines[0]["argv"] and "0.8" in lines[0]["argv"]
+
+
+def test_wrong_shapes_are_named_not_crashed_on():
+    decode = [dict(DECODE[0], gpus="4,5,6,7", extra_args="--foo", env=["A=1"])]
+    problems = _problems(instances=_instances(decode=decode), router=None)
+    assert len(problems) == 3, problems
+    assert "sglang_decode_instances[decode].gpus must be a list of GPU indexes" in problems[0]
+    assert "sglang_decode_instances[decode].extra_args must be a list of strings" in problems[1]
+    assert "sglang_decode_instances[decode].env must be a dict" in problems[2]
