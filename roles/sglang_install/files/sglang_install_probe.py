@@ -12,6 +12,7 @@ import ctypes.util
 import glob
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -100,6 +101,8 @@ def main():
     print(json.dumps({
         "python": {"executable": sys.executable, "version": "%d.%d" % sys.version_info[:2],
                    "full_version": "%d.%d.%d" % sys.version_info[:3], "venv": has_venv},
+        "libc": {"name": platform.libc_ver()[0], "version": platform.libc_ver()[1]},
+        "machine": platform.machine(),
         "disk": disk(specs),
         "ucx": system_ucx(),
         "cuda": cuda_toolkit(cuda_home),

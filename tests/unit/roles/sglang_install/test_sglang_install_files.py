@@ -94,6 +94,7 @@ def test_probe_reports_disk_per_filesystem(tmp_path):
                                    "model:100000000:%s" % (tmp_path / "models" / "m")], text=True)
     facts = json.loads(out)
     assert facts["python"]["version"] == "%d.%d" % sys.version_info[:2]
+    assert facts["libc"]["name"] in ("glibc", "")
     disk = {d["name"]: d for d in facts["disk"]}
     assert disk["venv"]["need_gb"] == 0  # already there: a rerun needs nothing
     assert disk["build"]["need_gb"] == 2
