@@ -3,8 +3,9 @@ import os
 
 from setuptools import setup
 
+ARCH_LIST = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+MAX_JOBS = os.environ.get("MAX_JOBS", "")
 with open("pdserve_standin.py", "w") as handle:
-    handle.write("ARCH_LIST = %r\nMAX_JOBS = %r\n" % (os.environ.get("TORCH_CUDA_ARCH_LIST", ""),
-                                                    os.environ.get("MAX_JOBS", "")))
+    handle.write("ARCH_LIST = %r\nMAX_JOBS = %r\n" % (ARCH_LIST, MAX_JOBS))
 
 setup(py_modules=["pdserve_standin"])
