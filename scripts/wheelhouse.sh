@@ -15,8 +15,8 @@
 #   sglang set    sglang==SGLANG_VERSION without its dependencies, plus the dependency subset that
 #                 `import sglang`, `sglang.srt.server_args` (the flag check) and
 #                 `python -m sglang.launch_server --help` need, with a CPU build of torch in place of
-#                 the pinned CUDA torch. This is what CI can install in a container in about a
-#                 minute. The complete dependency set is about 4.1 GB (see --full).
+#                 the pinned CUDA torch, and NIXL. This is what CI can install in a container in
+#                 about a minute. The complete dependency set is about 4.1 GB (see --full).
 #
 # Usage: bash scripts/wheelhouse.sh [--force]
 #        bash scripts/wheelhouse.sh --full   # also download the complete `sglang==SGLANG_VERSION`
@@ -44,6 +44,8 @@ TORCH=${PDSERVE_WHEELHOUSE_TORCH:-torch==2.13.0+cpu}
 #                           msgspec pydantic pyzmq tqdm ipython aiohttp (sglang/srt/utils/common.py
 #                           imports triton and PIL at module level)
 #   launch_server --help    + huggingface_hub
+#   NIXL (transfer backend) nixl (+ nixl-cu12, nixl-cu13: ~95 MB); it imports and instantiates its
+#                           bundled UCX backend on a CPU-only host
 SGLANG_SUBSET=(
   "$TORCH"
   triton==3.8.0
@@ -62,6 +64,7 @@ SGLANG_SUBSET=(
   aiohttp==3.14.5
   huggingface_hub==1.33.0
   setproctitle==1.3.8
+  nixl==1.3.0
 )
 
 say() { printf 'wheelhouse: %s\n' "$*"; }
