@@ -542,16 +542,16 @@ def preflight_problems(data):
         else:
             users[port] = var
 
-    own_units = set(inst.get("unit") for inst in instances)
-    if router is not None:
-        own_units.add(ROUTER_UNIT)
     own_uids = set(int(u) for u in data.get("own_uids") or [])
     for sock in data.get("listeners") or []:
         if sock["port"] not in users:
             continue
         owners = sock.get("owners") or []
         if owners:
-            foreign = [o for o in owners if o.get("unit") not in own_units]
+            # Any sglang-*.service is one of ours: the current instances, the router, or an instance
+            # that left the inventory, which the role stops before starting the new units.
+            foreign = [o for o in owners
+                       if not (o.get("unit", "").startswith(UNIT_PREFIX) and o["unit"].endswith(".service"))]
             if not foreign:
                 continue
             who = ", ".join("pid %s (%s)" % (o["pid"], o["unit"] if o["unit"] != "none" else "not a systemd service")

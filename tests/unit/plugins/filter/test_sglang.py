@@ -476,3 +476,9 @@ def test_wrong_shapes_are_named_not_crashed_on():
     assert "sglang_decode_instances[decode].gpus must be a list of GPU indexes" in problems[0]
     assert "sglang_decode_instances[decode].extra_args must be a list of strings" in problems[1]
     assert "sglang_decode_instances[decode].env must be a dict" in problems[2]
+
+
+def test_port_held_by_an_instance_that_left_the_inventory_is_ours():
+    # A renamed instance: the old unit still holds the port until the role stops it.
+    listeners = F.listening_sockets("127.0.0.1:30002\t999\t 12:sglang-decode-old.service\n")
+    assert _problems(listeners=listeners) == []
