@@ -19,36 +19,16 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.pdserve.sglang.plugins.modules import gpu_facts
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu"))
 FAKE = os.path.join(FIXTURES, "fake_nvidia_smi.py")
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs["failed"] = True
-    raise AnsibleFailJson(kwargs)
-
-
 @pytest.fixture
 def module_env(monkeypatch, tmp_path):
     """Patched AnsibleModule, a PATH with nothing NVIDIA on it, and collected warnings."""
     warnings = []
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
     monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, msg: warnings.append(msg))
     empty = tmp_path / "empty-bin"
     empty.mkdir()
@@ -78,18 +58,17 @@ def fake_nvcc(tmp_path, capture):
         sys.executable, script, os.path.join(FIXTURES, capture, "nvcc-version.txt")))
 
 
-def run(args):
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as info:
-            gpu_facts.main()
-    return info.value.args[0]
+@pytest.fixture
+def run(module_runner):
+    """run(args) -> the result dict of gpu_facts.main() (it carries failed=True on failure)."""
+    return lambda args: module_runner(gpu_facts.main, args)[0]
 
 
 def sysfs(capture):
     return os.path.join(FIXTURES, capture, "sysfs")
 
 
-def test_h200x2_real_captures(module_env, tmp_path):
+def test_h200x2_real_captures(module_env, tmp_path, run):
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
         "nvcc_path": fake_nvcc(tmp_path, "h200x2"),
@@ -117,7 +96,7 @@ def test_h200x2_real_captures(module_env, tmp_path):
     assert module_env == []
 
 
-def test_facts_mirror_the_plain_result(module_env, tmp_path):
+def test_facts_mirror_the_plain_result(module_env, tmp_path, run):
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "h200x2"), "sysfs_root": sysfs("h200x2")})
     facts = result["ansible_facts"]
     assert facts["pdserve_gpus"] == result["gpus"]
@@ -129,7 +108,7 @@ def test_facts_mirror_the_plain_result(module_env, tmp_path):
     assert facts["pdserve_numa_nodes"] == result["numa_nodes"]
 
 
-def test_blackwell8x_synthetic_reference_host(module_env, tmp_path):
+def test_blackwell8x_synthetic_reference_host(module_env, tmp_path, run):
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "blackwell8x"),
         "nvcc_path": fake_nvcc(tmp_path, "blackwell8x"),
@@ -157,7 +136,7 @@ def test_blackwell8x_synthetic_reference_host(module_env, tmp_path):
     assert result["cuda_toolkit_version"] == "12.9"  # ... and nvcc's, told apart
 
 
-def test_found_on_path_when_no_path_given(module_env, monkeypatch, tmp_path):
+def test_found_on_path_when_no_path_given(module_env, monkeypatch, tmp_path, run):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     smi = fake_smi(bindir, "h200x2")
@@ -170,7 +149,7 @@ def test_found_on_path_when_no_path_given(module_env, monkeypatch, tmp_path):
     assert result["cuda_toolkit_version"] == "13.0"
 
 
-def test_check_mode_runs_only_read_commands(module_env, tmp_path):
+def test_check_mode_runs_only_read_commands(module_env, tmp_path, run):
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
         "sysfs_root": sysfs("h200x2"),
@@ -185,7 +164,7 @@ def test_check_mode_runs_only_read_commands(module_env, tmp_path):
     ]
 
 
-def test_no_nvidia_smi_fails_with_what_to_do(module_env, tmp_path):
+def test_no_nvidia_smi_fails_with_what_to_do(module_env, tmp_path, run):
     result = run({"sysfs_root": sysfs("h200x2")})
     assert result["failed"] is True
     assert "nvidia-smi was not found" in result["msg"]
@@ -193,7 +172,7 @@ def test_no_nvidia_smi_fails_with_what_to_do(module_env, tmp_path):
     assert "allow_missing" in result["msg"]
 
 
-def test_no_nvidia_smi_allowed_returns_empty_facts_and_warns(module_env, tmp_path):
+def test_no_nvidia_smi_allowed_returns_empty_facts_and_warns(module_env, tmp_path, run):
     result = run({"sysfs_root": sysfs("blackwell8x"), "allow_missing": True})
     assert "failed" not in result
     assert result["gpus"] == []
@@ -205,14 +184,14 @@ def test_no_nvidia_smi_allowed_returns_empty_facts_and_warns(module_env, tmp_pat
     assert len(module_env) == 1 and "nvidia-smi was not found" in module_env[0]
 
 
-def test_nvidia_smi_path_that_does_not_exist(module_env, tmp_path):
+def test_nvidia_smi_path_that_does_not_exist(module_env, tmp_path, run):
     result = run({"nvidia_smi_path": str(tmp_path / "nope" / "nvidia-smi"), "allow_missing": True})
     assert result["failed"] is True
     assert "does not exist or is not executable" in result["msg"]
 
 
 @pytest.mark.parametrize("allow_missing", [False, True])
-def test_driver_failure_fails_quoting_nvidia_smi(module_env, monkeypatch, tmp_path, allow_missing):
+def test_driver_failure_fails_quoting_nvidia_smi(module_env, monkeypatch, tmp_path, allow_missing, run):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "driver_failure")
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
@@ -226,7 +205,7 @@ def test_driver_failure_fails_quoting_nvidia_smi(module_env, monkeypatch, tmp_pa
     assert result["cmd"][1].startswith("--query-gpu=")
 
 
-def test_zero_gpus_fails(module_env, monkeypatch, tmp_path):
+def test_zero_gpus_fails(module_env, monkeypatch, tmp_path, run):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "no_devices")
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "h200x2"), "sysfs_root": sysfs("h200x2")})
     assert result["failed"] is True
@@ -234,7 +213,7 @@ def test_zero_gpus_fails(module_env, monkeypatch, tmp_path):
     assert "lspci" in result["msg"]
 
 
-def test_zero_gpus_allowed(module_env, monkeypatch, tmp_path):
+def test_zero_gpus_allowed(module_env, monkeypatch, tmp_path, run):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "no_devices")
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
@@ -249,7 +228,7 @@ def test_zero_gpus_allowed(module_env, monkeypatch, tmp_path):
     assert any("found no NVIDIA GPU" in w for w in module_env)
 
 
-def test_old_driver_without_compute_cap_still_lists_gpus(module_env, monkeypatch, tmp_path):
+def test_old_driver_without_compute_cap_still_lists_gpus(module_env, monkeypatch, tmp_path, run):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "old_driver")
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "blackwell8x"), "sysfs_root": sysfs("blackwell8x")})
     assert result["gpu_count"] == 8
@@ -259,13 +238,13 @@ def test_old_driver_without_compute_cap_still_lists_gpus(module_env, monkeypatch
     assert any("compute_cap" in w for w in module_env)
 
 
-def test_unknown_option_is_rejected(module_env, tmp_path):
+def test_unknown_option_is_rejected(module_env, tmp_path, run):
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "h200x2"), "gpus": [0]})
     assert result["failed"] is True
     assert "gpus" in result["msg"]
 
 
-def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatch, tmp_path):
+def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatch, tmp_path, run):
     on_path = tmp_path / "on-path"
     fallback = tmp_path / "cuda-bin"
     on_path.mkdir()
@@ -283,7 +262,7 @@ def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatc
     assert result["gpu_count"] == 2
 
 
-def test_replay_of_real_h200x1_run_gives_what_the_real_host_returned(module_env, tmp_path):
+def test_replay_of_real_h200x1_run_gives_what_the_real_host_returned(module_env, tmp_path, run):
     """h200x1 was captured on a GPU machine together with the module's real result there."""
     with open(os.path.join(FIXTURES, "h200x1", "gpu_facts-result.json")) as handle:
         real = json.load(handle)

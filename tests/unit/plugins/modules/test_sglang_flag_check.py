@@ -13,13 +13,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import sys
 import textwrap
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.pdserve.sglang.plugins.modules import sglang_flag_check
 
 FAKE_SERVER_ARGS = textwrap.dedent('''
@@ -47,27 +46,8 @@ GOOD = ["--model-path", "/models/m", "--tp-size", 4, "--mem-fraction-static", 0.
         "--tool-call-parser", "deepseekv4", "--enable-metrics"]
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs["failed"] = True
-    raise AnsibleFailJson(kwargs)
-
-
 @pytest.fixture
-def fake_sglang(tmp_path, monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+def fake_sglang(tmp_path):
     root = tmp_path / "site"
     srt = root / "sglang" / "srt"
     srt.mkdir(parents=True)
@@ -77,36 +57,31 @@ def fake_sglang(tmp_path, monkeypatch):
     return str(root)
 
 
-def run(args):
-    with patch_module_args(args):
-        try:
-            sglang_flag_check.main()
-        except AnsibleExitJson as exc:
-            return "exit", exc.args[0]
-        except AnsibleFailJson as exc:
-            return "fail", exc.args[0]
-    raise AssertionError("module neither exited nor failed")
+@pytest.fixture
+def run(module_runner):
+    """run(args) -> (result, failed), through sglang_flag_check.main() (conftest.module_runner)."""
+    return functools.partial(module_runner, sglang_flag_check.main)
 
 
 def lines(*items):
     return [{"name": name, "argv": argv} for name, argv in items]
 
 
-def test_accepts_valid_command_lines(fake_sglang):
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+def test_accepts_valid_command_lines(fake_sglang, run):
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("prefill", GOOD), ("decode", GOOD[:-1]))})
-    assert outcome == "exit", result
+    assert not failed, result
     assert result["changed"] is False
     assert result["invalid"] == []
     assert [r["valid"] for r in result["results"]] == [True, True]
     assert result["sglang_version"] == "0.5.23"
 
 
-def test_misspelled_parser_value_fails_naming_flag_and_suggestion(fake_sglang):
+def test_misspelled_parser_value_fails_naming_flag_and_suggestion(fake_sglang, run):
     bad = [w if w != "deepseek-v4" else "deepseekv4" for w in GOOD]
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("prefill", GOOD), ("decode", bad))})
-    assert outcome == "fail"
+    assert failed
     assert result["invalid"] == ["decode"]
     decode = result["results"][1]
     assert decode["valid"] is False
@@ -118,67 +93,63 @@ def test_misspelled_parser_value_fails_naming_flag_and_suggestion(fake_sglang):
     assert result["results"][0]["valid"] is True
 
 
-def test_unknown_flag_fails_with_closest_flag(fake_sglang):
+def test_unknown_flag_fails_with_closest_flag(fake_sglang, run):
     bad = [w if w != "--tool-call-parser" else "--tool-call-parsr" for w in GOOD]
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("prefill", bad))})
-    assert outcome == "fail"
+    assert failed
     entry = result["results"][0]
     assert entry["flag"] == "--tool-call-parsr"
     assert entry["suggestion"] == "--tool-call-parser"
     assert "unrecognized arguments" in entry["error"]
 
 
-def test_missing_required_flag_and_bad_type(fake_sglang):
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+def test_missing_required_flag_and_bad_type(fake_sglang, run):
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("no-model", ["--tp-size", "4"]),
                                                   ("bad-type", ["--model-path", "/m", "--tp-size", "four"]))})
-    assert outcome == "fail"
+    assert failed
     first, second = result["results"]
     assert first["flag"] == "--model-path" and "required" in first["error"]
     assert second["flag"] == "--tp-size" and "invalid int value" in second["error"]
 
 
-def test_help_is_not_a_server_flag(fake_sglang):
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+def test_help_is_not_a_server_flag(fake_sglang, run):
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("help", ["--model-path", "/m", "--help"]))})
-    assert outcome == "fail"
+    assert failed
     assert "--help" in result["results"][0]["error"]
 
 
-def test_environment_reaches_the_parser(fake_sglang):
+def test_environment_reaches_the_parser(fake_sglang, run):
     argv = ["--model-path", "/m", "--sampling-backend", "token_oracle"]
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("oracle", argv))})
-    assert outcome == "fail"
+    assert failed
     assert result["results"][0]["flag"] == "--sampling-backend"
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "environment": {"FAKE_SGLANG_EXTRA_SAMPLING": "1"},
                            "command_lines": lines(("oracle", argv))})
-    assert outcome == "exit", result
+    assert not failed, result
 
 
-def test_without_sglang_fails_saying_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    outcome, result = run({"python": sys.executable, "pythonpath": [str(tmp_path)],
+def test_without_sglang_fails_saying_so(tmp_path, run):
+    result, failed = run({"python": sys.executable, "pythonpath": [str(tmp_path)],
                            "command_lines": lines(("prefill", GOOD))})
-    assert outcome == "fail"
+    assert failed
     assert "cannot import SGLang's argument parser" in result["msg"]
     assert "sglang" in result["msg"]
 
 
-def test_missing_interpreter_fails_before_running(tmp_path, monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    outcome, result = run({"python": str(tmp_path / "venv" / "bin" / "python"),
+def test_missing_interpreter_fails_before_running(tmp_path, run):
+    result, failed = run({"python": str(tmp_path / "venv" / "bin" / "python"),
                            "command_lines": lines(("prefill", GOOD))})
-    assert outcome == "fail"
+    assert failed
     assert "is not an executable Python" in result["msg"]
 
 
-def test_nested_values_are_rejected(fake_sglang):
-    outcome, result = run({"python": sys.executable, "pythonpath": [fake_sglang],
+def test_nested_values_are_rejected(fake_sglang, run):
+    result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
                            "command_lines": lines(("prefill", ["--model-path", ["/m"]]))})
-    assert outcome == "fail"
+    assert failed
     assert "not a word" in result["msg"]

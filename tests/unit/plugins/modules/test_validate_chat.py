@@ -5,47 +5,20 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.pdserve.sglang.plugins.modules import validate_chat
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patch_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-
-
-def run(args):
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
-            validate_chat.main()
-    return exc.value.args[0], exc.type is AnsibleFailJson
+@pytest.fixture
+def run(module_runner):
+    """run(args[, check_mode]) -> (result, failed), through validate_chat.main() (conftest.module_runner)."""
+    return functools.partial(module_runner, validate_chat.main)
 
 
 # ---- a tiny OpenAI-compatible server ---------------------------------------------------------
@@ -154,25 +127,25 @@ def server():
 
 # ---- arguments ------------------------------------------------------------------------------
 
-def test_url_is_required():
+def test_url_is_required(run):
     result, failed = run({})
     assert failed
     assert 'url' in result['msg']
 
 
-def test_unknown_check_is_refused():
+def test_unknown_check_is_refused(run):
     result, failed = run({'url': 'http://127.0.0.1:9', 'checks': ['basic', 'vision']})
     assert failed
     assert 'vision' in result['msg']
 
 
-def test_empty_checks_refused():
+def test_empty_checks_refused(run):
     result, failed = run({'url': 'http://127.0.0.1:9', 'checks': []})
     assert failed
     assert result['msg'].startswith('checks is empty')
 
 
-def test_url_scheme_checked():
+def test_url_scheme_checked(run):
     result, failed = run({'url': '127.0.0.1:30001'})
     assert failed
     assert 'http://' in result['msg']
@@ -187,7 +160,7 @@ def test_argument_spec_defaults():
 
 # ---- behaviour ------------------------------------------------------------------------------
 
-def test_all_checks_pass_on_a_correct_endpoint(server):
+def test_all_checks_pass_on_a_correct_endpoint(server, run):
     result, failed = run({'url': server.url})
     assert not failed, result['msg']
     assert result['changed'] is False
@@ -203,7 +176,7 @@ def test_all_checks_pass_on_a_correct_endpoint(server):
     assert all(r['model'] == 'deepseek-v4-flash' for r in server.requests)
 
 
-def test_leaked_reasoning_fails_with_cause(server):
+def test_leaked_reasoning_fails_with_cause(server, run):
     server.answers['thinking'] = completion('<think>\nThe user asks.\n</think>\n\n144')
     result, failed = run({'url': server.url, 'checks': ['basic', 'thinking', 'thinking_stream']})
     assert failed
@@ -214,7 +187,7 @@ def test_leaked_reasoning_fails_with_cause(server):
     assert "'<think> The user asks. </think> 144'" in result['msg']
 
 
-def test_tool_call_as_text_fails(server):
+def test_tool_call_as_text_fails(server, run):
     server.answers['tools'] = completion(u'<\uff5cDSML\uff5ctool_calls>...')
     result, failed = run({'url': server.url, 'checks': ['tools', 'tools_stream']})
     assert failed
@@ -222,7 +195,7 @@ def test_tool_call_as_text_fails(server):
         assert result['report'][name]['cause'].startswith('tool call returned as text')
 
 
-def test_router_5xx_is_reported(server):
+def test_router_5xx_is_reported(server, run):
     server.status = 500
     server.error_body = {'error': {'type': 'Internal Server Error', 'code': 'decode_internal_error', 'message': ''}}
     server.workers = {'workers': [{'worker_type': 'prefill', 'is_healthy': True},
@@ -233,7 +206,7 @@ def test_router_5xx_is_reported(server):
         assert result['report'][name]['cause'] == 'router answered 500: decode_internal_error'
 
 
-def test_no_model_served(server):
+def test_no_model_served(server, run):
     server.models = {'object': 'list', 'data': []}
     result, failed = run({'url': server.url, 'checks': ['basic']})
     assert failed
@@ -241,7 +214,7 @@ def test_no_model_served(server):
     assert server.requests == []
 
 
-def test_given_model_and_api_key_are_sent(server):
+def test_given_model_and_api_key_are_sent(server, run):
     result, failed = run({'url': server.url, 'checks': ['basic'], 'model': 'other', 'api_key': 's3cret'})
     assert not failed, result['msg']
     assert server.requests[0]['model'] == 'other'
@@ -249,20 +222,20 @@ def test_given_model_and_api_key_are_sent(server):
     assert 's3cret' not in json.dumps(result)
 
 
-def test_prompt_override(server):
+def test_prompt_override(server, run):
     server.answers['basic'] = completion('399')
     result, failed = run({'url': server.url, 'checks': ['basic'], 'prompts': {'basic': 'What is 19*21?'}})
     assert not failed, result['msg']
     assert server.requests[0]['messages'][0]['content'] == 'What is 19*21?'
 
 
-def test_duplicate_checks_run_once(server):
+def test_duplicate_checks_run_once(server, run):
     result, failed = run({'url': server.url, 'checks': ['basic', 'basic']})
     assert not failed
     assert len(server.requests) == 1
 
 
-def test_nothing_listening():
+def test_nothing_listening(run):
     result, failed = run({'url': 'http://127.0.0.1:9', 'checks': ['basic'], 'request_timeout': 2, 'timeout': 2})
     assert failed
     assert 'connection refused' in result['report']['basic']['evidence']

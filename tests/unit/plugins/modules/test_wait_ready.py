@@ -5,6 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,42 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.pdserve.sglang.plugins.modules import wait_ready
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patch_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-
-
-def run(args, check_mode=False):
-    if check_mode:
-        args = dict(args, _ansible_check_mode=True)
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
-            wait_ready.main()
-    return exc.value.args[0], exc.type is AnsibleFailJson
+@pytest.fixture
+def run(module_runner):
+    """run(args[, check_mode]) -> (result, failed), through wait_ready.main() (conftest.module_runner)."""
+    return functools.partial(module_runner, wait_ready.main)
 
 
 @pytest.fixture
@@ -84,19 +57,19 @@ def sglang():
 
 # ---- arguments ------------------------------------------------------------------------------
 
-def test_endpoints_required():
+def test_endpoints_required(run):
     result, failed = run({})
     assert failed
     assert 'endpoints' in result['msg']
 
 
-def test_kind_choices():
+def test_kind_choices(run):
     result, failed = run({'endpoints': [{'url': 'http://127.0.0.1:9', 'kind': 'balancer'}]})
     assert failed
     assert 'kind' in result['msg'] and 'balancer' in result['msg']
 
 
-def test_url_required_in_each_endpoint():
+def test_url_required_in_each_endpoint(run):
     result, failed = run({'endpoints': [{'kind': 'server'}]})
     assert failed
     assert 'url' in result['msg']
@@ -111,7 +84,7 @@ def test_url_required_in_each_endpoint():
     ({'endpoints': [{'url': 'http://a:1', 'pid': 0}]}, 'pid must be a positive process id'),
     ({'endpoints': [{'url': 'http://a:1', 'name': 'x'}, {'url': 'http://b:1', 'name': 'x'}]}, "name 'x' appears twice"),
 ])
-def test_invalid_values(args, message):
+def test_invalid_values(args, message, run):
     base = {'endpoints': [{'url': 'http://127.0.0.1:9'}]}
     base.update(args)
     result, failed = run(base)
@@ -132,7 +105,7 @@ def test_spec():
 
 # ---- behaviour ------------------------------------------------------------------------------
 
-def test_ready_server_result(sglang):
+def test_ready_server_result(sglang, run):
     result, failed = run({'endpoints': [{'url': sglang['url'], 'name': 'prefill'}], 'timeout': 10})
     assert not failed, result['msg']
     assert result['changed'] is False
@@ -145,7 +118,7 @@ def test_ready_server_result(sglang):
     assert '/health_generate' in sglang['paths']
 
 
-def test_timeout_message_names_endpoint_and_answer(sglang):
+def test_timeout_message_names_endpoint_and_answer(sglang, run):
     sglang['health_generate'] = 503
     result, failed = run({'endpoints': [{'url': sglang['url'], 'name': 'decode'}], 'timeout': 0.5,
                           'interval': 0.1})
@@ -155,14 +128,14 @@ def test_timeout_message_names_endpoint_and_answer(sglang):
     assert result['endpoints'][0]['seconds'] is None
 
 
-def test_generate_false_needs_only_health(sglang):
+def test_generate_false_needs_only_health(sglang, run):
     sglang['health_generate'] = 503
     result, failed = run({'endpoints': [{'url': sglang['url']}], 'timeout': 5, 'generate': False})
     assert not failed, result['msg']
     assert sglang['paths'] == ['/health']
 
 
-def test_check_mode_probes_once_read_only(sglang):
+def test_check_mode_probes_once_read_only(sglang, run):
     sglang['health'] = 503
     result, failed = run({'endpoints': [{'url': sglang['url']}], 'timeout': 30}, check_mode=True)
     assert not failed
@@ -172,7 +145,7 @@ def test_check_mode_probes_once_read_only(sglang):
     assert 'check mode' in result['msg']
 
 
-def test_failed_unit_fails_at_once_with_journal(sglang, monkeypatch):
+def test_failed_unit_fails_at_once_with_journal(sglang, monkeypatch, run):
     sglang['health'] = 503
     calls = []
 
@@ -196,7 +169,7 @@ def test_failed_unit_fails_at_once_with_journal(sglang, monkeypatch):
     assert ['/usr/bin/journalctl', '-u', 'sglang-decode.service', '-n', '20', '--no-pager'] in calls
 
 
-def test_unit_without_systemctl(sglang, monkeypatch):
+def test_unit_without_systemctl(sglang, monkeypatch, run):
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: None)
     result, failed = run({'endpoints': [{'url': sglang['url'], 'unit': 'sglang-decode.service'}]})
     assert failed
