@@ -17,38 +17,20 @@ import time
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.pdserve.sglang.plugins.modules import validate_chat
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_cli import run_ansible  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_cli import run_ansible, run_main  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 
 ALL = ['basic', 'thinking', 'tools', 'basic_stream', 'thinking_stream', 'tools_stream']
 
 
-class ModuleExit(Exception):
-    pass
-
-
 def run_module(args, monkeypatch):
-    """main() of validate_chat with patched exit/fail; returns (result, failed)."""
-    def exit_json(self, **kwargs):
-        raise ModuleExit(kwargs, False)
-
-    def fail_json(self, **kwargs):
-        raise ModuleExit(kwargs, True)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    with patch_module_args(args):
-        with pytest.raises(ModuleExit) as exc:
-            validate_chat.main()
-    return exc.value.args
+    """validate_chat's main() in-process; returns (result, failed)."""
+    return run_main(validate_chat.main, args, monkeypatch)
 
 
 # ---- scenarios: (stack kwargs, checks that must fail, cause they must name) --------------------

@@ -16,36 +16,19 @@ import sys
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.pdserve.sglang.plugins.modules import wait_ready
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import stack  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_cli import run_ansible  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_cli import run_ansible, run_main  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 
 
-class ModuleExit(Exception):
-    pass
-
-
 def run_module(args, monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ModuleExit(kwargs, False)
-
-    def fail_json(self, **kwargs):
-        raise ModuleExit(kwargs, True)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    with patch_module_args(args):
-        with pytest.raises(ModuleExit) as exc:
-            wait_ready.main()
-    return exc.value.args
+    """wait_ready's main() in-process; returns (result, failed)."""
+    return run_main(wait_ready.main, args, monkeypatch)
 
 
 @pytest.fixture
