@@ -198,7 +198,16 @@ class Server:
         return state
 
     async def resolve_state(self, body, local_state):
-        """The state the model generates from: on decode servers, the prefill's."""
+        """The state the model generates from: on decode servers, the prefill's.
+
+        The request counts in sglang:num_running_reqs while this runs (the KV transfer wait)."""
+        self.metrics.gauge_add("sglang:num_running_reqs", 1)
+        try:
+            return await self._resolve_state(body, local_state)
+        finally:
+            self.metrics.gauge_add("sglang:num_running_reqs", -1)
+
+    async def _resolve_state(self, body, local_state):
         if self.mode == "prefill" and not self.fake_transfer:
             await self.prefill_transfer(_first(body["bootstrap_room"]), local_state)
             return local_state
@@ -355,13 +364,10 @@ def create_app(server):
         if body.get("stream"):
             return StreamingResponse(stream_chat(body), media_type="text/event-stream")
         t_start = time.monotonic()
-        server.metrics.gauge_add("sglang:num_running_reqs", 1)
         try:
             state = await server.resolve_state(body, server.chat_state(body))
         except bootstrap.BootstrapError as exc:
             return error_response(str(exc), 500)
-        finally:
-            server.metrics.gauge_add("sglang:num_running_reqs", -1)
         t_first = time.monotonic()
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         raw, finish, n_out = server.model_output(state, limit)
@@ -403,7 +409,6 @@ def create_app(server):
                         "usage": None})
 
         t_start = time.monotonic()
-        server.metrics.gauge_add("sglang:num_running_reqs", 1)
         try:
             state = await server.resolve_state(body, server.chat_state(body))
         except bootstrap.BootstrapError as exc:
@@ -411,8 +416,6 @@ def create_app(server):
             yield sse({"error": error_body(str(exc), 500)})
             yield "data: [DONE]\n\n"
             return
-        finally:
-            server.metrics.gauge_add("sglang:num_running_reqs", -1)
         t_first = time.monotonic()
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         raw, finish, n_out = server.model_output(state, limit)
@@ -463,13 +466,10 @@ def create_app(server):
         if refusal is not None:
             return refusal
         t_start = time.monotonic()
-        server.metrics.gauge_add("sglang:num_running_reqs", 1)
         try:
             state = await server.resolve_state(body, server.generate_state(body))
         except bootstrap.BootstrapError as exc:
             return error_response(str(exc), 500)
-        finally:
-            server.metrics.gauge_add("sglang:num_running_reqs", -1)
         t_first = time.monotonic()
         limit = (body.get("sampling_params") or {}).get("max_new_tokens")
         raw, finish, n_out = server.model_output(state, limit)
