@@ -276,19 +276,19 @@ def message_from_response(body_json):
     }
 
 
-def _stream_problem(msg):
-    """Problems only a stream can have; None when the stream is complete."""
+def _stream_failure(msg):
+    """The failed result for a problem only a stream can have; None when the stream is complete."""
     if msg.get('errors'):
         err = msg['errors'][0]
         if isinstance(err, dict):
             err = err.get('message') or json.dumps(err)
-        return ('stream carried an error: %s' % _short(err, 160),
-                'the server failed mid-stream: see the decode server log')
+        return result(False, 'stream carried an error: %s' % _short(err, 160),
+                      'the server failed mid-stream: see the decode server log')
     if not msg.get('done'):
-        return ('stream ended without [DONE] after %d chunks' % msg.get('chunks', 0),
-                'stream cut short: the decode server or router dropped the connection')
+        return result(False, 'stream ended without [DONE] after %d chunks' % msg.get('chunks', 0),
+                      'stream cut short: the decode server or router dropped the connection')
     if not msg.get('finish_reason'):
-        return ('no finish_reason in any chunk', 'stream has no final finish_reason')
+        return result(False, 'no finish_reason in any chunk', 'stream has no final finish_reason')
     return None
 
 
@@ -298,10 +298,9 @@ def _stream_problem(msg):
 
 def check_basic(msg, prompt=None, stream=False):
     """A plain answer: content present, the expected number, no reasoning or tool markup."""
-    if stream:
-        problem = _stream_problem(msg)
-        if problem:
-            return result(False, problem[0], problem[1])
+    failure = _stream_failure(msg) if stream else None
+    if failure:
+        return failure
     content = msg.get('content') or ''
     evidence = 'content=%s finish_reason=%s' % (_short(content), msg.get('finish_reason'))
     if not content.strip():
@@ -325,10 +324,9 @@ def check_basic(msg, prompt=None, stream=False):
 
 def check_thinking(msg, prompt=None, stream=False):
     """reasoning_content separated from content, nothing of it left in content."""
-    if stream:
-        problem = _stream_problem(msg)
-        if problem:
-            return result(False, problem[0], problem[1])
+    failure = _stream_failure(msg) if stream else None
+    if failure:
+        return failure
     content = msg.get('content') or ''
     reasoning = msg.get('reasoning_content') or ''
     evidence = 'reasoning_content=%s content=%s finish_reason=%s' % (
@@ -370,10 +368,9 @@ def _required_keys(tools):
 
 def check_tools(msg, tools=None, stream=False, min_calls=2):
     """Parallel tool calls: finish_reason tool_calls, offered names, JSON object arguments."""
-    if stream:
-        problem = _stream_problem(msg)
-        if problem:
-            return result(False, problem[0], problem[1])
+    failure = _stream_failure(msg) if stream else None
+    if failure:
+        return failure
     tools = tools if tools is not None else DEFAULT_TOOLS
     required = _required_keys(tools)
     content = msg.get('content') or ''
