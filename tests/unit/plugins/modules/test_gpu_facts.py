@@ -182,6 +182,7 @@ def test_no_nvidia_smi_allowed_returns_empty_facts_and_warns(module_env, tmp_pat
     assert result["nvidia_smi_path"] is None
     assert [n["id"] for n in result["numa_nodes"]] == [0, 1]  # NUMA facts still gathered
     assert len(module_env) == 1 and "nvidia-smi was not found" in module_env[0]
+    assert "allow_missing" not in module_env[0]  # already set: no advice to set it
 
 
 def test_nvidia_smi_path_that_does_not_exist(module_env, tmp_path, run):
