@@ -19,7 +19,7 @@ cd "$ROOT"
 PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 ANSIBLE_BUNDLE_VERSION=12.3.0
 BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
-APT_PACKAGES=(podman runc netavark aardvark-dns debootstrap numactl rsync git ca-certificates
+APT_PACKAGES=(shellcheck podman runc netavark aardvark-dns debootstrap numactl rsync git ca-certificates
   python3 python3-venv)
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -65,12 +65,12 @@ coll_root=.cache/collections/ansible_collections
 stamp=.cache/collections/.bundle-$ANSIBLE_BUNDLE_VERSION-$(printf '%s,' "${BUNDLE_COLLECTIONS[@]}" | sha256sum | cut -c1-8)
 if [[ ! -e $stamp ]]; then
   bundle_dir=$PDSERVE_CACHE/ansible-bundle
-  wheel=$(ls "$bundle_dir"/ansible-"$ANSIBLE_BUNDLE_VERSION"-*.whl 2>/dev/null | head -n1 || true)
+  wheel=$(find "$bundle_dir" -maxdepth 1 -name "ansible-$ANSIBLE_BUNDLE_VERSION-*.whl" 2>/dev/null | head -n1 || true)
   if [[ -z $wheel ]]; then
     say "pip download ansible==$ANSIBLE_BUNDLE_VERSION (about 54 MB, once per machine)"
     .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
       -d "$bundle_dir" "ansible==$ANSIBLE_BUNDLE_VERSION"
-    wheel=$(ls "$bundle_dir"/ansible-"$ANSIBLE_BUNDLE_VERSION"-*.whl | head -n1)
+    wheel=$(find "$bundle_dir" -maxdepth 1 -name "ansible-$ANSIBLE_BUNDLE_VERSION-*.whl" | head -n1)
   fi
   say "unpacking ${BUNDLE_COLLECTIONS[*]} from $(basename "$wheel")"
   for c in "${BUNDLE_COLLECTIONS[@]}"; do rm -rf "${coll_root:?}/$c"; done

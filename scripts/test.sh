@@ -12,7 +12,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 
 stages_wanted=" ${PDSERVE_STAGES:-setup yamllint ansible-lint sanity pytest molecule} "
 stages_wanted=${stages_wanted//,/ }

@@ -19,7 +19,9 @@ start=$(date +%s)
   echo "pdserve build: $command"
 } >"$log"
 if [[ -n $copy_from ]]; then
-  rm -rf "$workdir" && cp -r "$copy_from" "$workdir" || { echo "pdserve build: cannot copy $copy_from" >>"$log"; echo 126 >"$status"; exit 126; }
+  if ! { rm -rf "$workdir" && cp -r "$copy_from" "$workdir"; }; then
+    echo "pdserve build: cannot copy $copy_from" >>"$log"; echo 126 >"$status"; exit 126
+  fi
 fi
 cd "$workdir" || { echo "pdserve build: no directory $workdir" >>"$log"; echo 127 >"$status"; exit 127; }
 bash -c "$command" >>"$log" 2>&1 </dev/null

@@ -69,7 +69,7 @@ def lines(*items):
 
 def test_accepts_valid_command_lines(fake_sglang, run):
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("prefill", GOOD), ("decode", GOOD[:-1]))})
+                          "command_lines": lines(("prefill", GOOD), ("decode", GOOD[:-1]))})
     assert not failed, result
     assert result["changed"] is False
     assert result["invalid"] == []
@@ -80,7 +80,7 @@ def test_accepts_valid_command_lines(fake_sglang, run):
 def test_misspelled_parser_value_fails_naming_flag_and_suggestion(fake_sglang, run):
     bad = [w if w != "deepseek-v4" else "deepseekv4" for w in GOOD]
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("prefill", GOOD), ("decode", bad))})
+                          "command_lines": lines(("prefill", GOOD), ("decode", bad))})
     assert failed
     assert result["invalid"] == ["decode"]
     decode = result["results"][1]
@@ -96,7 +96,7 @@ def test_misspelled_parser_value_fails_naming_flag_and_suggestion(fake_sglang, r
 def test_unknown_flag_fails_with_closest_flag(fake_sglang, run):
     bad = [w if w != "--tool-call-parser" else "--tool-call-parsr" for w in GOOD]
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("prefill", bad))})
+                          "command_lines": lines(("prefill", bad))})
     assert failed
     entry = result["results"][0]
     assert entry["flag"] == "--tool-call-parsr"
@@ -106,8 +106,8 @@ def test_unknown_flag_fails_with_closest_flag(fake_sglang, run):
 
 def test_missing_required_flag_and_bad_type(fake_sglang, run):
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("no-model", ["--tp-size", "4"]),
-                                                  ("bad-type", ["--model-path", "/m", "--tp-size", "four"]))})
+                          "command_lines": lines(("no-model", ["--tp-size", "4"]),
+                                                 ("bad-type", ["--model-path", "/m", "--tp-size", "four"]))})
     assert failed
     first, second = result["results"]
     assert first["flag"] == "--model-path" and "required" in first["error"]
@@ -116,7 +116,7 @@ def test_missing_required_flag_and_bad_type(fake_sglang, run):
 
 def test_help_is_not_a_server_flag(fake_sglang, run):
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("help", ["--model-path", "/m", "--help"]))})
+                          "command_lines": lines(("help", ["--model-path", "/m", "--help"]))})
     assert failed
     assert "--help" in result["results"][0]["error"]
 
@@ -124,18 +124,18 @@ def test_help_is_not_a_server_flag(fake_sglang, run):
 def test_environment_reaches_the_parser(fake_sglang, run):
     argv = ["--model-path", "/m", "--sampling-backend", "token_oracle"]
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("oracle", argv))})
+                          "command_lines": lines(("oracle", argv))})
     assert failed
     assert result["results"][0]["flag"] == "--sampling-backend"
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "environment": {"FAKE_SGLANG_EXTRA_SAMPLING": "1"},
-                           "command_lines": lines(("oracle", argv))})
+                          "environment": {"FAKE_SGLANG_EXTRA_SAMPLING": "1"},
+                          "command_lines": lines(("oracle", argv))})
     assert not failed, result
 
 
 def test_without_sglang_fails_saying_so(tmp_path, run):
     result, failed = run({"python": sys.executable, "pythonpath": [str(tmp_path)],
-                           "command_lines": lines(("prefill", GOOD))})
+                          "command_lines": lines(("prefill", GOOD))})
     assert failed
     assert "cannot import SGLang's argument parser" in result["msg"]
     assert "sglang" in result["msg"]
@@ -143,13 +143,13 @@ def test_without_sglang_fails_saying_so(tmp_path, run):
 
 def test_missing_interpreter_fails_before_running(tmp_path, run):
     result, failed = run({"python": str(tmp_path / "venv" / "bin" / "python"),
-                           "command_lines": lines(("prefill", GOOD))})
+                          "command_lines": lines(("prefill", GOOD))})
     assert failed
     assert "is not an executable Python" in result["msg"]
 
 
 def test_nested_values_are_rejected(fake_sglang, run):
     result, failed = run({"python": sys.executable, "pythonpath": [fake_sglang],
-                           "command_lines": lines(("prefill", ["--model-path", ["/m"]]))})
+                          "command_lines": lines(("prefill", ["--model-path", ["/m"]]))})
     assert failed
     assert "not a word" in result["msg"]
