@@ -334,7 +334,8 @@ def create_app(server):
             "owned_by": "sglang", "root": args.served_model_name, "parent": None,
             "max_model_len": args.context_length}]}
 
-    async def read_json(request):
+    async def admit_generation(request):
+        """The body of a generation request, or the error SGLang would answer instead."""
         try:
             body = await request.json()
         except ValueError:
@@ -344,16 +345,16 @@ def create_app(server):
         if server.log_requests:
             log.warning("request %s %s headers=%s body=%s", request.method, request.url.path,
                         dict(request.headers), json.dumps(body, ensure_ascii=False))
+        refusal = await server.gate()
+        if refusal is not None:
+            return None, refusal
         return body, None
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
-        body, err = await read_json(request)
+        body, err = await admit_generation(request)
         if err is not None:
             return err
-        refusal = await server.gate()
-        if refusal is not None:
-            return refusal
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return error_response("messages: Field required (a non-empty list)", 400,
@@ -453,12 +454,9 @@ def create_app(server):
 
     @app.post("/generate")
     async def generate(request: Request):
-        body, err = await read_json(request)
+        body, err = await admit_generation(request)
         if err is not None:
             return err
-        refusal = await server.gate()
-        if refusal is not None:
-            return refusal
         if not isinstance(_first(body.get("text")), str):
             return error_response("The emulator's /generate needs 'text' (a string); input_ids "
                                   "are not supported", 400, param="text")
