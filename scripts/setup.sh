@@ -29,7 +29,8 @@ start=$SECONDS
 # --- apt packages -------------------------------------------------------------------------------
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  # No pipe into grep -q: under pipefail its early exit can SIGPIPE dpkg-query and fake a miss.
+  [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) == 'install ok installed' ]] || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
   [[ $(id -u) == 0 ]] || die "missing apt packages (${missing[*]}); run this script as root"
@@ -65,12 +66,15 @@ coll_root=.cache/collections/ansible_collections
 stamp=.cache/collections/.bundle-$ANSIBLE_BUNDLE_VERSION-$(printf '%s,' "${BUNDLE_COLLECTIONS[@]}" | sha256sum | cut -c1-8)
 if [[ ! -e $stamp ]]; then
   bundle_dir=$PDSERVE_CACHE/ansible-bundle
-  wheel=$(find "$bundle_dir" -maxdepth 1 -name "ansible-$ANSIBLE_BUNDLE_VERSION-*.whl" 2>/dev/null | head -n1 || true)
+  # compgen, not `find | head`: a pipe that ends early fails under pipefail (SIGPIPE).
+  wheel=$(compgen -G "$bundle_dir/ansible-$ANSIBLE_BUNDLE_VERSION-*.whl" || true)
+  wheel=${wheel%%$'\n'*}
   if [[ -z $wheel ]]; then
     say "pip download ansible==$ANSIBLE_BUNDLE_VERSION (about 54 MB, once per machine)"
     .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
       -d "$bundle_dir" "ansible==$ANSIBLE_BUNDLE_VERSION"
-    wheel=$(find "$bundle_dir" -maxdepth 1 -name "ansible-$ANSIBLE_BUNDLE_VERSION-*.whl" | head -n1)
+    wheel=$(compgen -G "$bundle_dir/ansible-$ANSIBLE_BUNDLE_VERSION-*.whl")
+    wheel=${wheel%%$'\n'*}
   fi
   say "unpacking ${BUNDLE_COLLECTIONS[*]} from $(basename "$wheel")"
   for c in "${BUNDLE_COLLECTIONS[@]}"; do rm -rf "${coll_root:?}/$c"; done

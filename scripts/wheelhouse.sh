@@ -73,7 +73,7 @@ die() { printf 'wheelhouse: ERROR: %s\n' "$*" >&2; exit 1; }
 # Router + emulator pins come from requirements.txt, so the host venv and the containers agree.
 pin_of() {
   local line
-  line=$(grep -iE "^$1==" "$ROOT/requirements.txt" | head -n1) || die "$1 is not pinned in requirements.txt"
+  line=$(grep -m1 -iE "^$1==" "$ROOT/requirements.txt") || die "$1 is not pinned in requirements.txt"
   printf '%s\n' "${line%%[[:space:]#]*}"
 }
 ROUTER_SET=("$(pin_of sglang-router)" "$(pin_of fastapi)" "$(pin_of uvicorn)" "$(pin_of prometheus-client)")

@@ -108,11 +108,13 @@ def parse_minimal(stdout):
     return results
 
 
-def sysfs(capture):
-    return os.path.join(FIXTURES, capture, "sysfs")
+@pytest.fixture
+def sysfs(gpu_sysfs):
+    """sysfs(capture) -> the capture's sysfs tree, built from its sysfs.txt."""
+    return gpu_sysfs
 
 
-def test_adhoc_h200x2_captures(ansible):
+def test_adhoc_h200x2_captures(ansible, sysfs):
     rc, results, stderr = ansible(
         ["ansible", "localhost", "-m", "pdserve.sglang.gpu_facts", "-a", "sysfs_root=" + sysfs("h200x2")],
         capture="h200x2",
@@ -152,7 +154,7 @@ PLAYBOOK = """
 """
 
 
-def test_playbook_blackwell8x_facts_in_check_mode(ansible, tmp_path):
+def test_playbook_blackwell8x_facts_in_check_mode(ansible, tmp_path, sysfs):
     playbook = tmp_path / "gpu.yml"
     playbook.write_text(PLAYBOOK)
     rc, results, stderr = ansible(
@@ -165,7 +167,7 @@ def test_playbook_blackwell8x_facts_in_check_mode(ansible, tmp_path):
     assert results[1][1]["msg"] == "All assertions passed"
 
 
-def test_playbook_wrong_layout_fails(ansible, tmp_path):
+def test_playbook_wrong_layout_fails(ansible, tmp_path, sysfs):
     """The same assertions fail on the H200 VM (2 GPUs, no NUMA node): the facts decide."""
     playbook = tmp_path / "gpu.yml"
     playbook.write_text(PLAYBOOK)
@@ -191,7 +193,7 @@ def test_adhoc_driver_failure_is_quoted(ansible):
     any(os.path.exists(os.path.join(d, "nvidia-smi")) for d in REAL_NVIDIA_SMI_DIRS),
     reason="a real nvidia-smi is installed here; the module would find it",
 )
-def test_adhoc_no_nvidia_smi_allowed_warns(ansible):
+def test_adhoc_no_nvidia_smi_allowed_warns(ansible, sysfs):
     rc, results, stderr = ansible(
         ["ansible", "localhost", "-m", "pdserve.sglang.gpu_facts", "-a",
          "allow_missing=true sysfs_root=" + sysfs("blackwell8x")],

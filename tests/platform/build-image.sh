@@ -35,7 +35,9 @@ if [[ $force == --force || ! -s $tarball ]]; then
   rootfs="$work/rootfs"
   cleanup() {
     # debootstrap mounts /proc and /sys inside the target; never delete through a mount.
-    findmnt -rn -o TARGET | grep "^$rootfs/" | sort -r | xargs -r umount -l || true
+    local mounts
+    mounts=$(findmnt -rn -o TARGET) || return 0
+    printf '%s\n' "$mounts" | awk -v root="$rootfs/" 'index($0, root) == 1' | sort -r | xargs -r umount -l || true
     rm -rf --one-file-system "$work"
   }
   trap cleanup EXIT

@@ -190,10 +190,10 @@ def test_xml_unreadable(text):
 # --- merge and sysfs -----------------------------------------------------------------------
 
 
-def test_build_gpu_facts_h200_numa_minus_one_is_none():
+def test_build_gpu_facts_h200_numa_minus_one_is_none(gpu_sysfs):
     rows = gpu.parse_query_gpu_csv(read(H200, "query-gpu.csv"))
     xml_info = gpu.parse_nvidia_smi_xml(read(H200, "nvidia-smi-q.xml"))
-    gpus = gpu.build_gpu_facts(rows, xml_info, gpu.SysfsReader(os.path.join(H200, "sysfs")))
+    gpus = gpu.build_gpu_facts(rows, xml_info, gpu.SysfsReader(gpu_sysfs("h200x2")))
     assert [g["index"] for g in gpus] == [0, 1]
     first = gpus[0]
     assert first["numa_node"] is None
@@ -229,8 +229,8 @@ def test_build_gpu_facts_matches_xml_by_uuid_and_sorts_by_index():
     assert gpus[0]["local_cpus"] == []
 
 
-def test_read_numa_nodes_synthetic_blackwell():
-    nodes = gpu.read_numa_nodes(gpu.SysfsReader(os.path.join(BLACKWELL, "sysfs")))
+def test_read_numa_nodes_synthetic_blackwell(gpu_sysfs):
+    nodes = gpu.read_numa_nodes(gpu.SysfsReader(gpu_sysfs("blackwell8x")))
     assert [n["id"] for n in nodes] == [0, 1]  # "online"/"possible" files are not nodes
     assert nodes[0]["cpulist"] == "0-63,128-191"
     assert nodes[1]["cpus"] == list(range(64, 128)) + list(range(192, 256))
@@ -268,9 +268,9 @@ def blackwell_answers():
     return {"--query-gpu": (0, csv_text, ""), "-q": (0, read(BLACKWELL, "nvidia-smi-q.xml"), "")}
 
 
-def test_discovery_blackwell_numa_mapping():
+def test_discovery_blackwell_numa_mapping(gpu_sysfs):
     script = Script(blackwell_answers())
-    discovery = gpu.GpuDiscovery(script, "nvidia-smi", gpu.SysfsReader(os.path.join(BLACKWELL, "sysfs")))
+    discovery = gpu.GpuDiscovery(script, "nvidia-smi", gpu.SysfsReader(gpu_sysfs("blackwell8x")))
     facts = discovery.discover()
     assert facts["gpu_count"] == 8
     assert facts["driver_version"] == "580.95.05"

@@ -64,11 +64,13 @@ def run(module_runner):
     return lambda args: module_runner(gpu_facts.main, args)[0]
 
 
-def sysfs(capture):
-    return os.path.join(FIXTURES, capture, "sysfs")
+@pytest.fixture
+def sysfs(gpu_sysfs):
+    """sysfs(capture) -> the capture's sysfs tree, built from its sysfs.txt."""
+    return gpu_sysfs
 
 
-def test_h200x2_real_captures(module_env, tmp_path, run):
+def test_h200x2_real_captures(module_env, tmp_path, run, sysfs):
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
         "nvcc_path": fake_nvcc(tmp_path, "h200x2"),
@@ -96,7 +98,7 @@ def test_h200x2_real_captures(module_env, tmp_path, run):
     assert module_env == []
 
 
-def test_facts_mirror_the_plain_result(module_env, tmp_path, run):
+def test_facts_mirror_the_plain_result(module_env, tmp_path, run, sysfs):
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "h200x2"), "sysfs_root": sysfs("h200x2")})
     facts = result["ansible_facts"]
     assert facts["pdserve_gpus"] == result["gpus"]
@@ -108,7 +110,7 @@ def test_facts_mirror_the_plain_result(module_env, tmp_path, run):
     assert facts["pdserve_numa_nodes"] == result["numa_nodes"]
 
 
-def test_blackwell8x_synthetic_reference_host(module_env, tmp_path, run):
+def test_blackwell8x_synthetic_reference_host(module_env, tmp_path, run, sysfs):
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "blackwell8x"),
         "nvcc_path": fake_nvcc(tmp_path, "blackwell8x"),
@@ -136,7 +138,7 @@ def test_blackwell8x_synthetic_reference_host(module_env, tmp_path, run):
     assert result["cuda_toolkit_version"] == "12.9"  # ... and nvcc's, told apart
 
 
-def test_found_on_path_when_no_path_given(module_env, monkeypatch, tmp_path, run):
+def test_found_on_path_when_no_path_given(module_env, monkeypatch, tmp_path, run, sysfs):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     smi = fake_smi(bindir, "h200x2")
@@ -149,7 +151,7 @@ def test_found_on_path_when_no_path_given(module_env, monkeypatch, tmp_path, run
     assert result["cuda_toolkit_version"] == "13.0"
 
 
-def test_check_mode_runs_only_read_commands(module_env, tmp_path, run):
+def test_check_mode_runs_only_read_commands(module_env, tmp_path, run, sysfs):
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
         "sysfs_root": sysfs("h200x2"),
@@ -164,7 +166,7 @@ def test_check_mode_runs_only_read_commands(module_env, tmp_path, run):
     ]
 
 
-def test_no_nvidia_smi_fails_with_what_to_do(module_env, tmp_path, run):
+def test_no_nvidia_smi_fails_with_what_to_do(module_env, tmp_path, run, sysfs):
     result = run({"sysfs_root": sysfs("h200x2")})
     assert result["failed"] is True
     assert "nvidia-smi was not found" in result["msg"]
@@ -172,7 +174,7 @@ def test_no_nvidia_smi_fails_with_what_to_do(module_env, tmp_path, run):
     assert "allow_missing" in result["msg"]
 
 
-def test_no_nvidia_smi_allowed_returns_empty_facts_and_warns(module_env, tmp_path, run):
+def test_no_nvidia_smi_allowed_returns_empty_facts_and_warns(module_env, tmp_path, run, sysfs):
     result = run({"sysfs_root": sysfs("blackwell8x"), "allow_missing": True})
     assert "failed" not in result
     assert result["gpus"] == []
@@ -192,7 +194,7 @@ def test_nvidia_smi_path_that_does_not_exist(module_env, tmp_path, run):
 
 
 @pytest.mark.parametrize("allow_missing", [False, True])
-def test_driver_failure_fails_quoting_nvidia_smi(module_env, monkeypatch, tmp_path, allow_missing, run):
+def test_driver_failure_fails_quoting_nvidia_smi(module_env, monkeypatch, tmp_path, allow_missing, run, sysfs):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "driver_failure")
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
@@ -206,7 +208,7 @@ def test_driver_failure_fails_quoting_nvidia_smi(module_env, monkeypatch, tmp_pa
     assert result["cmd"][1].startswith("--query-gpu=")
 
 
-def test_zero_gpus_fails(module_env, monkeypatch, tmp_path, run):
+def test_zero_gpus_fails(module_env, monkeypatch, tmp_path, run, sysfs):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "no_devices")
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "h200x2"), "sysfs_root": sysfs("h200x2")})
     assert result["failed"] is True
@@ -214,7 +216,7 @@ def test_zero_gpus_fails(module_env, monkeypatch, tmp_path, run):
     assert "lspci" in result["msg"]
 
 
-def test_zero_gpus_allowed(module_env, monkeypatch, tmp_path, run):
+def test_zero_gpus_allowed(module_env, monkeypatch, tmp_path, run, sysfs):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "no_devices")
     result = run({
         "nvidia_smi_path": fake_smi(tmp_path, "h200x2"),
@@ -229,7 +231,7 @@ def test_zero_gpus_allowed(module_env, monkeypatch, tmp_path, run):
     assert any("found no NVIDIA GPU" in w for w in module_env)
 
 
-def test_old_driver_without_compute_cap_still_lists_gpus(module_env, monkeypatch, tmp_path, run):
+def test_old_driver_without_compute_cap_still_lists_gpus(module_env, monkeypatch, tmp_path, run, sysfs):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_MODE", "old_driver")
     result = run({"nvidia_smi_path": fake_smi(tmp_path, "blackwell8x"), "sysfs_root": sysfs("blackwell8x")})
     assert result["gpu_count"] == 8
@@ -245,7 +247,7 @@ def test_unknown_option_is_rejected(module_env, tmp_path, run):
     assert "gpus" in result["msg"]
 
 
-def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatch, tmp_path, run):
+def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatch, tmp_path, run, sysfs):
     on_path = tmp_path / "on-path"
     fallback = tmp_path / "cuda-bin"
     on_path.mkdir()
@@ -263,7 +265,7 @@ def test_path_wins_over_default_dirs_which_are_a_fallback(module_env, monkeypatc
     assert result["gpu_count"] == 2
 
 
-def test_replay_of_real_h200x1_run_gives_what_the_real_host_returned(module_env, tmp_path, run):
+def test_replay_of_real_h200x1_run_gives_what_the_real_host_returned(module_env, tmp_path, run, sysfs):
     """h200x1 was captured on a GPU machine together with the module's real result there."""
     with open(os.path.join(FIXTURES, "h200x1", "gpu_facts-result.json")) as handle:
         real = json.load(handle)
