@@ -1,5 +1,6 @@
 """The HTTP API of an SGLang server (FastAPI + uvicorn, like SGLang's http_server.py)."""
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -197,17 +198,18 @@ class Server:
         self.metrics.observe("sglang:kv_transfer_latency_ms", (time.monotonic() - t0) * 1000.0)
         return state
 
-    async def resolve_state(self, body, local_state):
-        """The state the model generates from: on decode servers, the prefill's.
-
-        The request counts in sglang:num_running_reqs while this runs (the KV transfer wait)."""
+    @contextlib.contextmanager
+    def running(self):
+        """A request counts in sglang:num_running_reqs from admission to its last byte, as in
+        SGLang, so "idle" (every gauge at 0) means no request is left on this server."""
         self.metrics.gauge_add("sglang:num_running_reqs", 1)
         try:
-            return await self._resolve_state(body, local_state)
+            yield
         finally:
             self.metrics.gauge_add("sglang:num_running_reqs", -1)
 
-    async def _resolve_state(self, body, local_state):
+    async def resolve_state(self, body, local_state):
+        """The state the model generates from: on decode servers, the prefill's."""
         if self.mode == "prefill" and not self.fake_transfer:
             await self.prefill_transfer(_first(body["bootstrap_room"]), local_state)
             return local_state
@@ -363,7 +365,17 @@ def create_app(server):
         if refusal is not None:
             return refusal
         if body.get("stream"):
-            return StreamingResponse(stream_chat(body), media_type="text/event-stream")
+            return StreamingResponse(counted(stream_chat(body)), media_type="text/event-stream")
+        with server.running():
+            return await complete_chat(body)
+
+    async def counted(events):
+        """A stream counts as running until its last byte (or until the client went away)."""
+        with server.running():
+            async for item in events:
+                yield item
+
+    async def complete_chat(body):
         t_start = time.monotonic()
         try:
             state = await server.resolve_state(body, server.chat_state(body))
@@ -463,6 +475,10 @@ def create_app(server):
         refusal = server.pd_check(body)
         if refusal is not None:
             return refusal
+        with server.running():
+            return await generate_once(body)
+
+    async def generate_once(body):
         t_start = time.monotonic()
         try:
             state = await server.resolve_state(body, server.generate_state(body))
@@ -494,7 +510,7 @@ def create_app(server):
                     yield sse(result(text, i == len(pieces) - 1))
                 server.record(prompt_tokens, n_out, t_start, t_first, True)
                 yield "data: [DONE]\n\n"
-            return StreamingResponse(events(), media_type="text/event-stream")
+            return StreamingResponse(counted(events()), media_type="text/event-stream")
         await asyncio.sleep(server.token_delay * n_out)
         server.record(prompt_tokens, n_out, t_start, t_first, False)
         return result(raw, True)
