@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.pdserve.sglang.plugins.module_utils import serving_roll, venv_state
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import (
@@ -77,6 +78,23 @@ def flag_check_lines(units):
     return [{"name": u.get("name") or u["unit"], "argv": argv(u["argv_lines"])} for u in units]
 
 
+def unit_services(units):
+    """[{unit, unit_path, env_file}] for pdserve.sglang.managed_files' services, from server_units/router_unit_files."""
+    if isinstance(units, dict):
+        units = [units]
+    return [{"unit": u["unit"], "unit_path": u["unit_path"], "env_file": u["env_file"]} for u in units]
+
+
+def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False, variable="sglang_roll"):
+    """Workers of a rolling restart or upgrade, ordered, with problems (see serving_roll.roll_plan)."""
+    return serving_roll.roll_plan(topology, hosts or [], instances or [], order, bool(plain_restart), variable)
+
+
+def venv_name(version, source="pypi", git_version=None):
+    """The directory name of a versioned venv (sglang-0.5.24, sglang-git-<ref>)."""
+    return venv_state.venv_name(version, source, git_version)
+
+
 def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
     """pdserve.sglang.wait_ready endpoints for this host's servers, reached from the host itself."""
     entry, _problems = host_part(topology, inventory_host)
@@ -118,6 +136,9 @@ class FilterModule(object):
             "flag_check_lines": flag_check_lines,
             "wait_endpoints": wait_endpoints,
             "changed_units": changed_units,
+            "unit_services": unit_services,
+            "roll_plan": roll_plan,
+            "venv_name": venv_name,
             "ready_line": ready_line,
             "systemd_quote": systemd_quote,
             "env_quote": env_quote,

@@ -25,6 +25,16 @@ _BARE_WORD = re.compile(r"^(--?[A-Za-z0-9]|/)[A-Za-z0-9_.,:/=+-]*$")
 HEADER = "# Ansible managed (pdserve.sglang): local changes are overwritten on the next run."
 SERVER_MARKER = "# pdserve.sglang.sglang_server mode=%s"
 ROUTER_MARKER = "# pdserve.sglang.sglang_router"
+# What a unit runs, first in its env file as PDSERVE_<FIELD>: a new version, venv or model revision changes the file,
+# so the unit restarts and the restart plan names the field (module_utils/restart_plan.py).
+FINGERPRINT_FIELDS = ("sglang", "sglang_router", "venv", "model")
+
+
+def fingerprint_variables(fingerprint):
+    """``[(PDSERVE_SGLANG, "0.5.23"), (PDSERVE_VENV, ...), ...]`` for the fields that have a value."""
+    fingerprint = fingerprint or {}
+    return [("PDSERVE_" + field.upper(), fingerprint[field]) for field in FINGERPRINT_FIELDS
+            if fingerprint.get(field) not in (None, "")]
 
 
 def _text(value):
@@ -85,7 +95,8 @@ def server_unit(instance, model, settings):
 
     ``settings``: launch_command, numa_binding, numactl_path, enable_metrics, user, group, home,
     config_dir, unit_dir, restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
-    limit_nofile, hardening (dict), env (dict: transfer + model environment).
+    limit_nofile, hardening (dict), env (dict: transfer + model environment), fingerprint (dict: sglang, venv,
+    model; written first into the env file).
     Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines}.
     """
     launch = str(settings["launch_command"]).split()
@@ -127,7 +138,7 @@ def server_unit(instance, model, settings):
             ("StartLimitBurst", settings["start_limit_burst"]),
         ],
         service, exec_line, tail, hardening, [("ReadWritePaths", settings["home"])])
-    variables = []
+    variables = fingerprint_variables(settings.get("fingerprint"))
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
     merged = dict(settings.get("env") or {})
@@ -135,8 +146,8 @@ def server_unit(instance, model, settings):
     variables += sorted(merged.items())
     unit_path = "%s/%s" % (str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/"), instance["unit"])
     env_text = render_env(SERVER_MARKER % instance["mode"],
-                          "Environment of %s: transfer backend, shared model env, then the instance's own env."
-                          % instance["unit"], variables)
+                          "Environment of %s: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
+                          "instance's own env." % instance["unit"], variables)
     return {
         "name": instance["name"],
         "unit": instance["unit"],
@@ -155,7 +166,8 @@ def router_unit(router, workers, settings):
     ``settings``: launch_command, user, group, config_dir, unit_dir, local_units (server units on this
     host to order after), restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
     limit_nofile, hardening, api_key (the secret: only whether it is set reaches the unit), hf_hub_offline,
-    hf_endpoint, env, and the router flags of serving_cmdline.ROUTER_FLAGS/ROUTER_SWITCHES plus extra_args.
+    hf_endpoint, env, fingerprint (dict: sglang_router, venv), and the router flags of
+    serving_cmdline.ROUTER_FLAGS/ROUTER_SWITCHES plus extra_args.
     """
     launch = str(settings["launch_command"]).split()
     with_key = bool(settings.get("api_key"))
@@ -189,7 +201,8 @@ def router_unit(router, workers, settings):
             ("LimitNOFILE", settings["limit_nofile"]),
         ],
         dict(settings.get("hardening") or {}), [])
-    variables = [("HF_HOME", "/var/cache/sglang-router/huggingface")]
+    variables = fingerprint_variables(settings.get("fingerprint"))
+    variables.append(("HF_HOME", "/var/cache/sglang-router/huggingface"))
     if settings.get("hf_hub_offline"):
         variables.append(("HF_HUB_OFFLINE", "1"))
     if settings.get("hf_endpoint"):
@@ -198,7 +211,8 @@ def router_unit(router, workers, settings):
         variables.append((ROUTER_API_KEY_ENV, settings["api_key"]))
     variables += sorted((settings.get("env") or {}).items())
     unit_path = "%s/sglang-router.service" % str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/")
-    env_text = render_env(ROUTER_MARKER, "Environment of sglang-router.service. Mode 0640: it may hold the API key.",
+    env_text = render_env(ROUTER_MARKER, "Environment of sglang-router.service: what it runs (PDSERVE_*), then its "
+                          "settings. Mode 0640: it may hold the API key.",
                           variables)
     return {
         "name": "router",

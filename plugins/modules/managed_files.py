@@ -90,6 +90,26 @@ options:
     type: list
     elements: str
     default: []
+  services:
+    description:
+      - The services these files belong to. Each one whose unit or environment file changes is returned in
+        RV(restarts) with the reasons, read from the old and new texts (the C(PDSERVE_*) fingerprint lines first,
+        then the names of the changed keys and flags, never their values), for the restart handler and the run's
+        restart plan (callback C(pdserve.sglang.restart_plan)).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      unit:
+        description: The unit name, for example C(sglang-decode-0.service).
+        type: str
+        required: true
+      unit_path:
+        description: Its unit file (one of O(files)).
+        type: path
+      env_file:
+        description: Its environment file (one of O(files)).
+        type: path
 notes:
   - Needs only the Python standard library on the managed host.
 """
@@ -127,6 +147,14 @@ removed:
   returned: always
   type: list
   elements: str
+restarts:
+  description:
+    - The O(services) whose unit or environment file changed (or in check mode would change), with why;
+      C(planned) is true in check mode.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"unit": "sglang-decode-0.service", "reasons": ["fingerprint sglang 0.5.23 -> 0.5.24"], "planned": false}]
 """
 
 import fnmatch
@@ -137,6 +165,8 @@ import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.restart_plan import unit_reasons
 
 
 def _read(path):
@@ -185,6 +215,23 @@ def _stale(prunes, wanted):
     return found
 
 
+def _restarts(services, changed_paths, texts, planned):
+    """The services with a changed file, each with its reasons (secrets never appear: only names are read)."""
+    changed = set(changed_paths)
+    out = []
+    for service in services:
+        paths = [service.get("unit_path"), service.get("env_file")]
+        if not any(p in changed for p in paths if p):
+            continue
+        unit_before, unit_after = texts.get(service.get("unit_path"), (None, None))
+        env_before, env_after = texts.get(service.get("env_file"), (None, None))
+        attributes = [what for what, path in (("unit", paths[0]), ("env", paths[1]))
+                      if path in changed and texts.get(path, (None, None))[0] == texts.get(path, (None, None))[1]]
+        out.append({"unit": service["unit"], "planned": bool(planned),
+                    "reasons": unit_reasons(unit_before, unit_after, env_before, env_after, attributes)})
+    return out
+
+
 def run_module():
     module = AnsibleModule(
         argument_spec=dict(
@@ -202,6 +249,11 @@ def run_module():
             )),
             remove_stale=dict(type="bool", default=True),
             secret_values=dict(type="list", elements="str", default=[], no_log=True),
+            services=dict(type="list", elements="dict", default=[], options=dict(
+                unit=dict(type="str", required=True),
+                unit_path=dict(type="path"),
+                env_file=dict(type="path"),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -231,8 +283,10 @@ def run_module():
 
     changed_paths = []
     diffs = []
+    texts = {}
     for item in files:
         before = _read(item["path"])
+        texts[item["path"]] = (before, item["content"])
         if (item["path"] not in pending and before == item["content"]
                 and not _attributes_differ(item["path"], item["owner"], item["group"], item["mode"])):
             continue
@@ -250,7 +304,9 @@ def run_module():
         if not module.check_mode:
             os.remove(path)
 
-    result = dict(changed=bool(changed_paths or removed), changed_paths=changed_paths, stale=stale, removed=removed)
+    restarts = _restarts(module.params["services"], changed_paths, texts, module.check_mode)
+    result = dict(changed=bool(changed_paths or removed), changed_paths=changed_paths, stale=stale, removed=removed,
+                  restarts=restarts)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

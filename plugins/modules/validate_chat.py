@@ -27,6 +27,10 @@ description:
   - When a request fails at the router, the module reads the router's C(GET /workers) and error code
     (C(x-smg-error-code)) to tell "router has no healthy decode worker" from "router answered 5xx".
   - Fails when any check fails, naming each failed check, what came back and the likely cause.
+  - With O(prefill_url), O(decode_url) and O(bootstrap_port) instead of O(url), the requests go to that prefill
+    and that decode server directly, the way the PD router sends them (both at once, with C(bootstrap_host),
+    C(bootstrap_port) and a random C(bootstrap_room)), so one chosen server is validated with a chosen peer, for
+    example a server just upgraded with a peer still on the old version. A router picks the pair itself.
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
@@ -36,8 +40,21 @@ options:
   url:
     description:
       - Base URL of the router (or of a plain, non-PD server), for example C(http://127.0.0.1:30001).
+      - One of O(url) and O(decode_url) is required.
     type: str
-    required: true
+  prefill_url:
+    description:
+      - Base URL of the prefill server of a direct pair check (with O(decode_url) and O(bootstrap_port)). Its host is
+        what the decode server is told to fetch the KV cache from, so give it as the decode host reaches it.
+    type: str
+  decode_url:
+    description:
+      - Base URL of the decode server of a direct pair check; the answers are its.
+    type: str
+  bootstrap_port:
+    description:
+      - The prefill server's C(--disaggregation-bootstrap-port), for a direct pair check.
+    type: int
   model:
     description:
       - Model name to send. By default the first entry of C(GET /v1/models).
@@ -104,6 +121,13 @@ EXAMPLES = r'''
     model: deepseek-v4-flash
     checks: [tools_stream]
 
+- name: Validate decode-1 (just upgraded) paired with prefill-0, without the router choosing the pair
+  pdserve.sglang.validate_chat:
+    prefill_url: http://10.0.0.11:30000
+    bootstrap_port: 8998
+    decode_url: http://10.0.0.21:30012
+    checks: [basic, tools, tools_stream]
+
 - name: Another arithmetic prompt
   pdserve.sglang.validate_chat:
     url: http://127.0.0.1:30001
@@ -141,6 +165,15 @@ report:
       seconds: 0.04
       evidence: "reasoning_content='' content='<think> The user asks ... </think> 144' finish_reason=stop"
       cause: "reasoning leaked into content: is --reasoning-parser set on the decode server?"
+url:
+  description: The URL the checks went to (the decode server's for a pair check).
+  returned: always
+  type: str
+pair:
+  description: The prefill and decode URLs of a direct pair check.
+  returned: for a pair check
+  type: dict
+  sample: {"prefill_url": "http://10.0.0.11:30000", "decode_url": "http://10.0.0.21:30012", "bootstrap_port": 8998}
 failed_checks:
   description: Names of the checks that failed.
   returned: always
@@ -166,12 +199,16 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     http_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.pd_pair import PairClient
 
 
 def argument_spec():
     spec = http_argument_spec()
     spec.update(
-        url=dict(type='str', required=True),
+        url=dict(type='str'),
+        prefill_url=dict(type='str'),
+        decode_url=dict(type='str'),
+        bootstrap_port=dict(type='int'),
         model=dict(type='str'),
         checks=dict(type='list', elements='str', choices=list(CHECK_NAMES), default=list(CHECK_NAMES)),
         prompts=dict(type='dict', options=dict(
@@ -273,8 +310,10 @@ def failure_message(report):
 
 def run_module(module):
     params = module.params
-    if not params['url'].startswith(('http://', 'https://')):
-        module.fail_json(msg='url %r must start with http:// or https://' % params['url'])
+    pair = params['decode_url'] is not None
+    for key in ('url', 'prefill_url', 'decode_url'):
+        if params[key] is not None and not params[key].startswith(('http://', 'https://')):
+            module.fail_json(msg='%s %r must start with http:// or https://' % (key, params[key]))
     if not params['checks']:
         module.fail_json(msg='checks is empty: name at least one of %s' % ', '.join(CHECK_NAMES))
     if params['max_tokens'] < 1:
@@ -286,10 +325,16 @@ def run_module(module):
         if name not in checks:
             checks.append(name)
     client = client_from_params(params, timeout=max(params['timeout'], params['request_timeout']))
-    validator = ChatValidator(client, params['url'], params['model'], params['prompts'], params['max_tokens'])
+    url = params['url']
+    if pair:
+        client = PairClient(client, params['prefill_url'], params['decode_url'], params['bootstrap_port'])
+        url = params['decode_url']
+    validator = ChatValidator(client, url, params['model'], params['prompts'], params['max_tokens'])
     report = validator.run(checks)
     failed = [n for n in checks if not report[n]['passed']]
-    result = dict(changed=False, report=report, failed_checks=failed, url=params['url'])
+    result = dict(changed=False, report=report, failed_checks=failed, url=url)
+    if pair:
+        result['pair'] = dict((k, params[k]) for k in ('prefill_url', 'decode_url', 'bootstrap_port'))
     if validator.model:
         result['model'] = validator.model
     if failed:
@@ -298,7 +343,9 @@ def run_module(module):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           required_one_of=[('url', 'decode_url')], mutually_exclusive=[('url', 'decode_url')],
+                           required_together=[('prefill_url', 'decode_url', 'bootstrap_port')])
     run_module(module)
 
 

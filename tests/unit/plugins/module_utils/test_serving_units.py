@@ -420,7 +420,8 @@ def test_server_env_file():
     text = unit["env_text"]
     assert text.split("\n")[:3] == [
         U.HEADER, "# pdserve.sglang.sglang_server mode=prefill",
-        "# Environment of sglang-prefill.service: transfer backend, shared model env, then the instance's own env."]
+        "# Environment of sglang-prefill.service: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
+        "instance's own env."]
     assert text.endswith("\n")
     # CUDA_VISIBLE_DEVICES first, then the merged environment sorted, the instance's values winning.
     assert env_pairs(text) == [
@@ -432,6 +433,25 @@ def test_server_env_file():
         ("Z", "5"),
     ]
     assert 'Q="a\\"b\\\\c$d%e"' in text.split("\n")
+
+
+def test_server_env_file_starts_with_the_fingerprint():
+    """What the unit runs comes first, so a new version or venv shows in the diff as the reason for the restart."""
+    fp = {"sglang": "0.5.24", "venv": "/opt/sglang/venvs/sglang-0.5.24", "model": "/models/m@abc"}
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(fingerprint=fp))
+    assert env_pairs(unit["env_text"])[:3] == [("PDSERVE_SGLANG", "0.5.24"), ("PDSERVE_VENV", "/opt/sglang/venvs/sglang-0.5.24"),
+                                               ("PDSERVE_MODEL", "/models/m@abc")]
+    # Empty fields are left out; the fingerprint never reaches the unit file itself.
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(fingerprint={"sglang": "", "venv": "/v"}))
+    assert [k for k, _v in env_pairs(unit["env_text"]) if k.startswith("PDSERVE_")] == ["PDSERVE_VENV"]
+    assert "PDSERVE_" not in unit["unit_text"]
+
+
+def test_router_env_file_starts_with_the_fingerprint(inventory):
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(fingerprint={"sglang_router": "0.3.2", "venv": "/opt/sglang/router-venv"})
+    assert env_pairs(U.router_unit(router, workers, settings)["env_text"])[:2] == [
+        ("PDSERVE_SGLANG_ROUTER", "0.3.2"), ("PDSERVE_VENV", "/opt/sglang/router-venv")]
 
 
 def test_server_env_file_without_gpus_or_env():
@@ -541,7 +561,8 @@ def test_router_env_file(inventory):
     ]
     text = U.router_unit(router, workers, settings)["env_text"]
     assert text.split("\n")[:3] == [U.HEADER, "# pdserve.sglang.sglang_router",
-                                    "# Environment of sglang-router.service. Mode 0640: it may hold the API key."]
+                                    "# Environment of sglang-router.service: what it runs (PDSERVE_*), then its settings. "
+                                    "Mode 0640: it may hold the API key."]
 
 
 def test_router_unit_of_the_multinode_inventory(inventory):

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+"""Why a unit restarts, read from the old and new text of its unit and environment files.
+
+A restart plan a person reads at a glance: one line per unit with its reasons, for example
+``sglang-decode-0.service on gpu-decode-1: restart (fingerprint sglang 0.5.23 -> 0.5.24; unit --mem-fraction-static)``.
+The reasons name what changed, never a value, except the fingerprint: the ``PDSERVE_*`` lines every env file
+carries (``PDSERVE_SGLANG``, ``PDSERVE_SGLANG_ROUTER``, ``PDSERVE_VENV``, ``PDSERVE_MODEL``), which say what the
+unit runs and hold no secret.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+FINGERPRINT_PREFIX = 'PDSERVE_'
+_KEY = re.compile(r'^([A-Za-z][A-Za-z0-9_]*)=(.*)$')
+_FLAG = re.compile(r'^\s+"?(--?[A-Za-z0-9][A-Za-z0-9_.-]*)')
+
+
+def _unquote(value):
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1].replace('\\"', '"').replace('\\\\', '\\')
+    return value
+
+
+def fingerprint(env_text):
+    """{field: value} of the PDSERVE_* lines of an env file (field = the rest of the name, lower case)."""
+    out = {}
+    for line in (env_text or '').splitlines():
+        match = _KEY.match(line)
+        if match and match.group(1).startswith(FINGERPRINT_PREFIX):
+            out[match.group(1)[len(FINGERPRINT_PREFIX):].lower()] = _unquote(match.group(2))
+    return out
+
+
+def _settings(text):
+    """{name: line} of a unit or env file: ``Key=`` lines by key, ExecStart continuation lines by flag."""
+    out = {}
+    exec_start = []
+    in_exec = False
+    for line in (text or '').splitlines():
+        if line.startswith('#') or not line.strip():
+            in_exec = False
+            continue
+        flag = _FLAG.match(line) if in_exec else None
+        if flag:
+            name = flag.group(1).split('=')[0]
+            out[name] = out.get(name, '') + line
+        elif in_exec and line.startswith(' '):
+            exec_start.append(line)  # the launch command after a numactl prefix
+        else:
+            match = _KEY.match(line)
+            if match:
+                key = match.group(1)
+                if key == 'ExecStart':
+                    exec_start.append(line)
+                elif not key.startswith(FINGERPRINT_PREFIX):
+                    out[key] = out.get(key, '') + line
+            else:
+                out[line] = line
+        in_exec = line.rstrip().endswith('\\') and (in_exec or line.startswith('ExecStart='))
+    if exec_start:
+        out['ExecStart'] = '\n'.join(exec_start)
+    return out
+
+
+def changed_settings(before, after):
+    """Names of the keys and flags whose lines differ, in the order of the new file (removed ones last)."""
+    old = _settings(before)
+    new = _settings(after)
+    names = [name for name in new if old.get(name) != new[name]]
+    names += [name for name in old if name not in new]
+    return names
+
+
+def _fingerprint_reasons(old, new):
+    reasons = []
+    for field in sorted(set(old) | set(new)):
+        if old.get(field) != new.get(field):
+            reasons.append('fingerprint %s %s -> %s' % (field.replace('_', '-'), old.get(field) or '(none)',
+                                                        new.get(field) or '(none)'))
+    return reasons
+
+
+def unit_reasons(unit_before, unit_after, env_before, env_after, attributes_changed=()):
+    """The reasons one unit restarts, from the texts of its unit file and env file (None: the file is new).
+
+    The fingerprint comes first. When only the venv moved, the unit's ExecStart (which names the venv) is not
+    listed again: the fingerprint already says it.
+    """
+    if unit_before is None and env_before is None:
+        return ['new unit']
+    old_print = fingerprint(env_before)
+    new_print = fingerprint(env_after)
+    reasons = _fingerprint_reasons(old_print, new_print)
+    if unit_before != unit_after:
+        before = unit_before
+        old_venv, new_venv = old_print.get('venv'), new_print.get('venv')
+        if before is not None and old_venv and new_venv and old_venv != new_venv:
+            before = before.replace(old_venv + '/', new_venv + '/')
+        names = changed_settings(before, unit_after) if before is not None else ['new file']
+        if names:
+            reasons.append('unit %s' % ', '.join(names))
+    if env_before != env_after:
+        names = changed_settings(env_before, env_after) if env_before is not None else ['new file']
+        if names:
+            reasons.append('env %s' % ', '.join(names))
+    for what in attributes_changed or ():
+        reasons.append('%s owner/mode' % what)
+    return reasons or ['files rewritten']
+
+
+def plan_line(host, entry):
+    """``unit on host: restarted (reasons)`` or ``would restart`` for a planned one."""
+    verb = 'would restart' if entry.get('planned') else 'restarted'
+    return '%s on %s: %s (%s)' % (entry.get('unit'), host, verb, '; '.join(entry.get('reasons') or ['?']))
+
+
+def merge(entries):
+    """Entries of one host, merged by unit in first-seen order: reasons joined, planned only if all were."""
+    merged = {}
+    order = []
+    for entry in entries:
+        unit = entry.get('unit')
+        if unit not in merged:
+            merged[unit] = {'unit': unit, 'reasons': [], 'planned': True}
+            order.append(unit)
+        target = merged[unit]
+        for reason in entry.get('reasons') or []:
+            if reason not in target['reasons']:
+                target['reasons'].append(reason)
+        target['planned'] = target['planned'] and bool(entry.get('planned'))
+    return [merged[u] for u in order]
