@@ -43,10 +43,12 @@ def _settings(text):
     out = {}
     exec_start = []
     in_exec = False
-    for line in (text or '').splitlines():
-        if line.startswith('#') or not line.strip():
+    for raw in (text or '').splitlines():
+        if raw.startswith('#') or not raw.strip():
             in_exec = False
             continue
+        # The continuation backslash moves to another line when a flag is added after it: not a change.
+        line = raw.rstrip('\\').rstrip()
         flag = _FLAG.match(line) if in_exec else None
         if flag:
             name = flag.group(1).split('=')[0]
@@ -63,7 +65,7 @@ def _settings(text):
                     out[key] = out.get(key, '') + line
             else:
                 out[line] = line
-        in_exec = line.rstrip().endswith('\\') and (in_exec or line.startswith('ExecStart='))
+        in_exec = raw.rstrip().endswith('\\') and (in_exec or raw.startswith('ExecStart='))
     if exec_start:
         out['ExecStart'] = '\n'.join(exec_start)
     return out

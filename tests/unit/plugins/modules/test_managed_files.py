@@ -241,3 +241,33 @@ def test_relative_path_and_bad_mode(run, tmp_path):
     result, failed = run({"files": [entry(path, "x", "rw-r--r--")]})
     assert failed is True and result["msg"] == "%s: mode 'rw-r--r--' is not an octal string such as '0644'" % path
     assert not os.path.exists(path)
+
+
+def test_services_say_which_units_restart_and_why(run, tmp_path):
+    unit_a = write(tmp_path / "sglang-a.service", "[Service]\nExecStart=/v1/bin/python \\\n    --port \"1\"\n")
+    env_a = write(tmp_path / "a.env", 'PDSERVE_SGLANG="0.5.23"\nPDSERVE_VENV="/v1"\n', 0o640)
+    unit_b = write(tmp_path / "sglang-b.service", "[Service]\nRestartSec=10\n")
+    env_b = write(tmp_path / "b.env", 'K="secret-1"\n', 0o640)
+    files = [entry(unit_a, "[Service]\nExecStart=/v2/bin/python \\\n    --port \"1\"\n"),
+             entry(env_a, 'PDSERVE_SGLANG="0.5.24"\nPDSERVE_VENV="/v2"\n', "0640"),
+             entry(unit_b, "[Service]\nRestartSec=10\n"), entry(env_b, 'K="secret-2"\n', "0640"),
+             entry(tmp_path / "sglang-c.service", "[Service]\n"), entry(tmp_path / "c.env", "", "0640")]
+    services = [{"unit": "sglang-a.service", "unit_path": unit_a, "env_file": env_a},
+                {"unit": "sglang-b.service", "unit_path": unit_b, "env_file": env_b},
+                {"unit": "sglang-c.service", "unit_path": str(tmp_path / "sglang-c.service"),
+                 "env_file": str(tmp_path / "c.env")},
+                {"unit": "sglang-same.service", "unit_path": str(tmp_path / "x"), "env_file": str(tmp_path / "y")}]
+    planned, failed = run({"files": files, "services": services, "secret_values": ["secret-1", "secret-2"]},
+                          check_mode=True)
+    assert failed is False, planned
+    assert planned["restarts"] == [
+        {"unit": "sglang-a.service", "planned": True,
+         "reasons": ["fingerprint sglang 0.5.23 -> 0.5.24", "fingerprint venv /v1 -> /v2"]},
+        {"unit": "sglang-b.service", "planned": True, "reasons": ["env K"]},
+        {"unit": "sglang-c.service", "planned": True, "reasons": ["new unit"]},
+    ]
+    done, failed = run({"files": files, "services": services})
+    assert [(r["unit"], r["planned"]) for r in done["restarts"]] == [
+        ("sglang-a.service", False), ("sglang-b.service", False), ("sglang-c.service", False)]
+    again, failed = run({"files": files, "services": services})
+    assert again["restarts"] == [] and again["changed"] is False
