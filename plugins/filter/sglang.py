@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.pdserve.sglang.plugins.module_utils import serving_roll, venv_state
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line as problem_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import (
@@ -90,6 +91,21 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
     return serving_roll.roll_plan(topology, hosts or [], instances or [], order, bool(plain_restart), variable)
 
 
+def roll_plan_lines(plan, estimates=None, drain_timeout=300, on_drain_timeout="fail", what="Rolling restart"):
+    """What a roll will do, before it starts (see serving_roll.plan_lines)."""
+    return serving_roll.plan_lines(plan, estimates or [], drain_timeout, on_drain_timeout, what)
+
+
+def roll_report(records, before=None, after=None):
+    """One line per rolled worker from the play hosts' records and counters (see serving_roll.roll_report)."""
+    return serving_roll.roll_report(records or [], before or [], after or [])
+
+
+def problem_line(item):
+    """One problem ({host, variable, message, fix}) as a readable line."""
+    return problem_text(item)
+
+
 def venv_name(version, source="pypi", git_version=None):
     """The directory name of a versioned venv (sglang-0.5.24, sglang-git-<ref>)."""
     return venv_state.venv_name(version, source, git_version)
@@ -138,6 +154,9 @@ class FilterModule(object):
             "changed_units": changed_units,
             "unit_services": unit_services,
             "roll_plan": roll_plan,
+            "roll_plan_lines": roll_plan_lines,
+            "roll_report": roll_report,
+            "problem_line": problem_line,
             "venv_name": venv_name,
             "ready_line": ready_line,
             "systemd_quote": systemd_quote,

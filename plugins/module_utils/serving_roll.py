@@ -66,8 +66,8 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
                 if (not hosts or w["inventory_host"] in hosts) and (not instances or w["name"] in instances)]
     peers = dict((mode, len([w for w in all_workers if w["mode"] == mode])) for mode in MODES)
     workers = []
-    for worker in _ordered(selected, order):
-        worker = dict(worker, peers=peers[worker["mode"]], plain=peers[worker["mode"]] < 2)
+    for index, worker in enumerate(_ordered(selected, order)):
+        worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=peers[worker["mode"]] < 2)
         if worker["plain"] and not plain_restart:
             problems.append(problem(
                 worker["inventory_host"], "%s_plain_restart" % variable,
@@ -82,23 +82,70 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
     return {"workers": workers, "routers": routers, "problems": problems}
 
 
-def roll_summary(worker, removed, idle, restarted, added):
-    """One line per worker for the end of the roll, from the module results of its steps (None: step skipped)."""
-    parts = []
-    if worker.get("plain"):
-        parts.append("restarted in place (no other %s worker)" % worker["mode"])
-    elif idle:
-        held = idle.get("in_flight_at_start") or 0
-        text = "drained in %.1f s" % float(idle.get("seconds") or 0.0)
-        if held:
-            text += " (%d request(s) finished after it left the router%s)" % (
-                held, "" if idle.get("idle", True) else ", %d cut" % (idle.get("in_flight") or 0))
-        parts.append(text)
-    if restarted:
-        if restarted.get("restart_to_ready") is not None:
-            parts.append("restart-to-ready %.1f s" % float(restarted["restart_to_ready"]))
-        if restarted.get("previous_load_seconds") is not None:
-            parts.append("previous start %.1f s" % float(restarted["previous_load_seconds"]))
-    if added:
-        parts.append("back in %d router(s)" % len(added))
-    return "%s (%s on %s): %s" % (worker["name"], worker["mode"], worker["inventory_host"], ", ".join(parts) or "-")
+def _seconds(value):
+    return "?" if value is None else "%.1f s" % float(value)
+
+
+def plan_lines(plan, estimates=(), drain_timeout=300, on_drain_timeout="fail", what="Rolling restart"):
+    """What the roll will do, said before it starts; ``estimates``: server_restart check-mode results (loop items)."""
+    load = dict((e.get("item", {}).get("unit"), e.get("previous_load_seconds")) for e in estimates or []
+                if isinstance(e, dict))
+    routers = plan.get("routers") or []
+    lines = ["%s of %d worker(s), one at a time; each leaves %d router(s) (%s) and finishes its requests (up to %s s, "
+             "then %s) before it restarts" % (what, len(plan["workers"]), len(routers),
+                                             ", ".join(r["inventory_host"] for r in routers), drain_timeout,
+                                             "cut them" if on_drain_timeout == "cut" else "stop")]
+    for number, worker in enumerate(plan["workers"], 1):
+        line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], worker["inventory_host"], worker["url"])
+        if worker.get("plain"):
+            seconds = load.get(worker["unit"])
+            line += (": the only %s worker, restarted in place - every request fails while it is away: expect an outage "
+                     "of about %s (its last start took that long), plus the router's health checks"
+                     % (worker["mode"], _seconds(seconds) if seconds is not None else "its load time (unknown: no "
+                                                                                        "'fired up' line since its last start)"))
+        lines.append(line)
+    return lines
+
+
+def _by_item(results):
+    return dict(((r.get("item") or {}).get("name"), r) for r in results or [] if isinstance(r, dict))
+
+
+def roll_report(records, before=(), after=()):
+    """One line per rolled worker, in roll order. Per host of the play (aligned lists): its records (roll_worker.yml),
+    and the loop results of worker_idle (wait=false) over its workers before and after the roll (the counters)."""
+    rows = []
+    before = list(before or [])
+    after = list(after or [])
+    for position, got in enumerate(records or []):
+        first = _by_item(((before[position] if position < len(before) else None) or {}).get("results"))
+        last = _by_item(((after[position] if position < len(after) else None) or {}).get("results"))
+        for record in got or []:
+            rows.append((record, first.get(record["worker"]["name"]), last.get(record["worker"]["name"])))
+    rows.sort(key=lambda row: row[0]["worker"].get("index", 0))
+    lines = []
+    for record, first, last in rows:
+        worker = record["worker"]
+        idle = record.get("idle") or {}
+        restarted = record.get("restarted") or {}
+        parts = []
+        if worker.get("plain"):
+            parts.append("restarted in place (the only %s worker): away %s" % (worker["mode"],
+                                                                                _seconds(restarted.get("restart_to_ready"))))
+        else:
+            held = idle.get("in_flight_at_start") or 0
+            text = "drain %s" % _seconds(idle.get("seconds"))
+            if held:
+                text += " (%d request(s) finished after it left the router" % held
+                text += ", %d cut)" % idle.get("in_flight", 0) if not idle.get("idle", True) else ")"
+            parts.append(text)
+            parts.append("restart-to-ready %s" % _seconds(restarted.get("restart_to_ready")))
+        served = "?"
+        if first and last and idle.get("requests_total") is not None:
+            before_restart = int(idle["requests_total"]) - int(first.get("requests_total") or 0)
+            after_restart = int(last.get("requests_total") or 0)
+            served = "%d (%d before its restart, %d after)" % (before_restart + after_restart, before_restart,
+                                                              after_restart)
+        parts.append("served %s during the roll" % served)
+        lines.append("%s (%s on %s): %s" % (worker["name"], worker["mode"], worker["inventory_host"], ", ".join(parts)))
+    return lines

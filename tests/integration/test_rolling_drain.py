@@ -35,8 +35,11 @@ SLOW = {"SGLANG_EMULATOR_TOKEN_DELAY": "0.03", "SGLANG_ENABLE_HEALTH_ENDPOINT_GE
 class Load(object):
     """Clients alternating streaming and non-streaming chats through the router until stopped."""
 
-    def __init__(self, url, clients=6):
+    def __init__(self, url, clients=6, api_key=None):
         self.url = url + "/v1/chat/completions"
+        self.headers = {"Content-Type": "application/json"}
+        if api_key:
+            self.headers["Authorization"] = "Bearer %s" % api_key
         self.clients = clients
         self.stop_event = threading.Event()
         self.records = []
@@ -47,8 +50,7 @@ class Load(object):
         body = {"model": stack.MODEL, "stream": stream, "max_tokens": 64,
                 "chat_template_kwargs": {"thinking": True},
                 "messages": [{"role": "user", "content": "[%d-%f] What is 17*23? Number only." % (index, time.time())}]}
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=self.headers, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=60) as resp:
                 text = resp.read().decode("utf-8", "replace")

@@ -62,6 +62,15 @@ def build_parser(spec=None):
         description="GPU-free emulator of an SGLang %s server (launch_server options)."
         % spec["sglang_version"],
         allow_abbrev=spec.get("allow_abbrev", True))
+    add_arguments(parser, spec)
+    parser.set_defaults(**DEFAULTS)
+    return parser
+
+
+def add_arguments(parser, spec=None):
+    """SGLang's launch_server options on ``parser`` (what ServerArgs.add_cli_args does; the stand-in
+    sglang wheel's server_args uses it, so sglang_flag_check can run against it)."""
+    spec = spec or load_spec()
     for option in spec["options"]:
         kwargs = {"dest": option["dest"]}
         if option["kind"] == "flag":
@@ -79,8 +88,6 @@ def build_parser(spec=None):
             if option.get("required"):
                 kwargs["required"] = True
         parser.add_argument(*option["flags"], **kwargs)
-    parser.set_defaults(**DEFAULTS)
-    return parser
 
 
 def choices_of(dest, spec=None):

@@ -1,0 +1,152 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Just enough ``systemctl`` and ``journalctl`` to run the operations playbooks on loopback, without systemd.
+
+This machine's PID 1 is not systemd, so the playbooks' own tests (tests/integration/test_operations_playbooks.py)
+put this file, linked as ``systemctl`` and ``journalctl``, first on PATH. Units are processes described in a JSON
+registry (``PDSERVE_FAKE_SYSTEMD``): ``{unit: {cmd, env, log, pid, start_usec}}``. It knows:
+``systemctl restart|start|stop UNIT``, ``systemctl daemon-reload``, ``systemctl show UNIT --property=...``
+and ``journalctl -u UNIT [-n N]``. A restart stops the process group (SIGTERM, then SIGKILL after 10 s) and starts
+the same command line again, as ``systemctl restart`` of a ``Type=exec`` unit with ``KillMode=control-group`` does.
+"""
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def _registry_path():
+    return os.environ["PDSERVE_FAKE_SYSTEMD"]
+
+
+class Registry(object):
+    def __enter__(self):
+        self.lock = open(_registry_path() + ".lock", "a+")
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+        with open(_registry_path()) as handle:
+            self.units = json.load(handle)
+        return self
+
+    def __exit__(self, *exc):
+        with open(_registry_path() + ".tmp", "w") as handle:
+            json.dump(self.units, handle)
+        os.replace(_registry_path() + ".tmp", _registry_path())
+        fcntl.flock(self.lock, fcntl.LOCK_UN)
+        self.lock.close()
+
+
+def alive(pid):
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (IOError, OSError, IndexError):
+        return False
+
+
+def stop(unit):
+    pid = unit.get("pid")
+    if alive(pid):
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    unit["pid"] = 0
+
+
+def start(unit):
+    env = dict(os.environ)
+    env.update(unit.get("env") or {})
+    log = open(unit["log"], "ab")
+    proc = subprocess.Popen(unit["cmd"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=True, cwd=unit.get("cwd") or "/")
+    unit["pid"] = proc.pid
+    unit["start_usec"] = int(time.monotonic() * 1e6)
+    unit["restarts"] = unit.get("restarts", 0) + 1
+
+
+def systemctl(args):
+    args = [a for a in args if a not in ("--no-pager", "--quiet")]
+    if not args:
+        return 1
+    verb = args[0]
+    if verb == "daemon-reload":
+        return 0
+    if verb in ("restart", "start", "stop"):
+        with Registry() as reg:
+            for name in args[1:]:
+                if name not in reg.units:
+                    sys.stderr.write("Failed to %s %s: Unit %s not found.\n" % (verb, name, name))
+                    return 5
+                if verb in ("restart", "stop"):
+                    stop(reg.units[name])
+                if verb in ("restart", "start") and not alive(reg.units[name].get("pid")):
+                    start(reg.units[name])
+        return 0
+    if verb == "show":
+        with Registry() as reg:
+            name = args[1]
+            unit = reg.units.get(name)
+            if unit is None:
+                print("LoadState=not-found\nActiveState=inactive\nSubState=dead")
+                return 0
+            running = alive(unit.get("pid"))
+            print("LoadState=loaded")
+            print("ActiveState=%s" % ("active" if running else "failed"))
+            print("SubState=%s" % ("running" if running else "failed"))
+            print("Result=success")
+            print("NRestarts=0")
+            print("MainPID=%d" % (unit.get("pid") or 0))
+            print("ExecMainStartTimestampMonotonic=%d" % unit.get("start_usec", 0))
+        return 0
+    sys.stderr.write("fake systemctl: %s is not emulated\n" % verb)
+    return 1
+
+
+def journalctl(args):
+    unit = args[args.index("-u") + 1] if "-u" in args else None
+    lines = int(args[args.index("-n") + 1]) if "-n" in args else 200
+    with Registry() as reg:
+        entry = reg.units.get(unit)
+    if entry is None or not os.path.exists(entry["log"]):
+        print("-- No entries --")
+        return 0
+    with open(entry["log"], "rb") as handle:
+        text = handle.read().decode("utf-8", "replace").splitlines()[-lines:]
+    for line in text:
+        print("[%12.6f] fake %s: %s" % (entry.get("start_usec", 0) / 1e6, unit, line))
+    return 0
+
+
+def install(bin_dir, python=sys.executable):
+    """Write ``systemctl`` and ``journalctl`` into ``bin_dir`` (put it first on PATH)."""
+    os.makedirs(bin_dir, exist_ok=True)
+    for tool in ("systemctl", "journalctl"):
+        path = os.path.join(bin_dir, tool)
+        with open(path, "w") as handle:
+            handle.write('#!/bin/sh\nexec "%s" "%s" %s "$@"\n' % (python, os.path.abspath(__file__), tool))
+        os.chmod(path, 0o755)
+    return bin_dir
+
+
+def main(argv):
+    if argv[1:2] == ["journalctl"]:
+        return journalctl(argv[2:])
+    return systemctl(argv[2:] if argv[1:2] == ["systemctl"] else argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
