@@ -106,6 +106,16 @@ def problem_line(item):
     return problem_text(item)
 
 
+def instance_env_files(names, config_dir="/etc/sglang"):
+    """[{name, env_file}] of instance names, for pdserve.sglang.venv_state."""
+    return venv_state.instance_env_files(names, config_dir)
+
+
+def switch_sources(instances):
+    """{name: {venv, version}} from venv_state's instances: where a failed switch returns each instance."""
+    return venv_state.switch_sources(instances)
+
+
 def venv_name(version, source="pypi", git_version=None):
     """The directory name of a versioned venv (sglang-0.5.24, sglang-git-<ref>)."""
     return venv_state.venv_name(version, source, git_version)
@@ -158,6 +168,8 @@ class FilterModule(object):
             "roll_report": roll_report,
             "problem_line": problem_line,
             "venv_name": venv_name,
+            "instance_env_files": instance_env_files,
+            "switch_sources": switch_sources,
             "ready_line": ready_line,
             "systemd_quote": systemd_quote,
             "env_quote": env_quote,

@@ -83,9 +83,15 @@ def changed_settings(before, after):
 def _fingerprint_reasons(old, new):
     reasons = []
     for field in sorted(set(old) | set(new)):
-        if old.get(field) != new.get(field):
-            reasons.append('fingerprint %s %s -> %s' % (field.replace('_', '-'), old.get(field) or '(none)',
-                                                        new.get(field) or '(none)'))
+        before, after = old.get(field) or '(none)', new.get(field) or '(none)'
+        if before == after:
+            continue
+        if field == 'venv' and '/' in before and before.rsplit('/', 1)[0] == after.rsplit('/', 1)[0]:
+            # Versioned venvs side by side: the names say it.
+            reasons.append('fingerprint venv %s -> %s (in %s)' % (before.rsplit('/', 1)[1], after.rsplit('/', 1)[1],
+                                                                  before.rsplit('/', 1)[0]))
+        else:
+            reasons.append('fingerprint %s %s -> %s' % (field.replace('_', '-'), before, after))
     return reasons
 
 

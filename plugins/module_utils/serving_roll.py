@@ -113,39 +113,57 @@ def _by_item(results):
 
 def roll_report(records, before=(), after=()):
     """One line per rolled worker, in roll order. Per host of the play (aligned lists): its records (roll_worker.yml),
-    and the loop results of worker_idle (wait=false) over its workers before and after the roll (the counters)."""
-    rows = []
+    and the loop results of worker_idle (wait=false) over its workers before and after the roll (the counters).
+
+    ``sglang:num_requests_total`` restarts at 0 with the server, so the requests a worker served during the roll are
+    its count at each restart (minus the count before the roll, for the first) plus its count at the end.
+    """
     before = list(before or [])
     after = list(after or [])
+    workers = {}
+    order = []
     for position, got in enumerate(records or []):
         first = _by_item(((before[position] if position < len(before) else None) or {}).get("results"))
         last = _by_item(((after[position] if position < len(after) else None) or {}).get("results"))
         for record in got or []:
-            rows.append((record, first.get(record["worker"]["name"]), last.get(record["worker"]["name"])))
-    rows.sort(key=lambda row: row[0]["worker"].get("index", 0))
-    lines = []
-    for record, first, last in rows:
-        worker = record["worker"]
+            name = (record["worker"]["inventory_host"], record["worker"]["name"])
+            if name not in workers:
+                workers[name] = {"worker": record["worker"], "records": [], "first": first.get(name[1]),
+                                 "last": last.get(name[1])}
+                order.append(name)
+            workers[name]["records"].append(record)
+    order.sort(key=lambda name: workers[name]["worker"].get("index", 0))
+    return [_report_line(**workers[name]) for name in order]
+
+
+def _report_line(worker, records, first, last):
+    parts = []
+    served = 0
+    known = first is not None and last is not None
+    for number, record in enumerate(records):
         idle = record.get("idle") or {}
         restarted = record.get("restarted") or {}
-        parts = []
+        prefix = "restart %d: " % (number + 1) if len(records) > 1 else ""
         if worker.get("plain"):
-            parts.append("restarted in place (the only %s worker): away %s" % (worker["mode"],
-                                                                                _seconds(restarted.get("restart_to_ready"))))
+            parts.append("%srestarted in place (the only %s worker), away %s"
+                         % (prefix, worker["mode"], _seconds(restarted.get("restart_to_ready"))))
         else:
             held = idle.get("in_flight_at_start") or 0
-            text = "drain %s" % _seconds(idle.get("seconds"))
+            text = "%sdrain %s" % (prefix, _seconds(idle.get("seconds")))
             if held:
                 text += " (%d request(s) finished after it left the router" % held
-                text += ", %d cut)" % idle.get("in_flight", 0) if not idle.get("idle", True) else ")"
+                text += (", %d cut)" % idle.get("in_flight", 0)) if not idle.get("idle", True) else ")"
             parts.append(text)
             parts.append("restart-to-ready %s" % _seconds(restarted.get("restart_to_ready")))
-        served = "?"
-        if first and last and idle.get("requests_total") is not None:
-            before_restart = int(idle["requests_total"]) - int(first.get("requests_total") or 0)
-            after_restart = int(last.get("requests_total") or 0)
-            served = "%d (%d before its restart, %d after)" % (before_restart + after_restart, before_restart,
-                                                              after_restart)
-        parts.append("served %s during the roll" % served)
-        lines.append("%s (%s on %s): %s" % (worker["name"], worker["mode"], worker["inventory_host"], ", ".join(parts)))
-    return lines
+        if idle.get("requests_total") is None:
+            known = False
+        else:
+            base = int((first or {}).get("requests_total") or 0) if number == 0 else 0
+            served += int(idle["requests_total"]) - base
+    if known:
+        end = int(last.get("requests_total") or 0)
+        parts.append("served %d requests during the roll (%d before its restart%s, %d after)"
+                     % (served + end, served, "s" if len(records) > 1 else "", end))
+    else:
+        parts.append("served ? requests during the roll")
+    return "%s (%s on %s): %s" % (worker["name"], worker["mode"], worker["inventory_host"], ", ".join(parts))

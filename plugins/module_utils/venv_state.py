@@ -86,8 +86,13 @@ def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglan
             if venv['path'] + '/' in text:
                 referenced.add(venv['path'])
     links = dict((name, link_target(os.path.join(root, name))) for name in LINKS)
+    # The version in each venv that matters (a venv outside the root, like a first /opt/sglang/venv, too).
+    versions = {}
+    for path in set([v['path'] for v in venvs] + [p for p in links.values() if p]
+                    + [i['fingerprint'].get('venv') for i in seen.values() if i['fingerprint'].get('venv')]):
+        versions[path] = installed_version(path, package)
     out = {'instances': seen, 'venvs': venvs, 'referenced': sorted(referenced), 'links': links,
-           'free_gb': free_gb(root), 'root': root}
+           'free_gb': free_gb(root), 'root': root, 'versions': versions}
     if target:
         out['target'] = {'path': target.rstrip('/'), 'exists': os.path.isfile(os.path.join(target, 'bin', 'python')),
                          'version': installed_version(target, package)}
@@ -116,7 +121,9 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_upgrade'):
         problems.append(problem(host, variable, 'the instances run from different venvs: %s' % ', '.join(venvs_in_use),
                                 'finish the interrupted upgrade or roll back first (playbooks/rollback.yml), or run '
                                 'site.yml to put every instance on the inventory\'s venv'))
-    decided = {'current': current, 'previous': seen['links'].get('previous'), 'venvs_in_use': venvs_in_use}
+    decided = {'current': current, 'previous': seen['links'].get('previous'), 'venvs_in_use': venvs_in_use,
+               'current_version': seen.get('versions', {}).get(current),
+               'previous_version': seen.get('versions', {}).get(seen['links'].get('previous'))}
     if target:
         info = seen.get('target') or {'path': target, 'exists': False}
         if not info['exists'] and min_free_gb and seen['free_gb'] < float(min_free_gb):
@@ -139,3 +146,18 @@ def venv_name(version, source='pypi', git_version=None):
         ref = re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(git_version or 'head')).strip('-')
         return 'sglang-git-%s' % ref
     return 'sglang-%s' % re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(version)).strip('-')
+
+
+def instance_env_files(names, config_dir='/etc/sglang'):
+    """``[{name, env_file}]`` for venv_state's instances (the roles write ``<config_dir>/<name>.env``)."""
+    return [{'name': name, 'env_file': '%s/%s.env' % (str(config_dir).rstrip('/'), name)} for name in names or []]
+
+
+def switch_sources(instances):
+    """``{name: {venv, version}}``: where each instance runs now, from venv_state's ``instances`` (its fingerprint),
+    the place a failed switch returns it to."""
+    out = {}
+    for name, info in (instances or {}).items():
+        fp = (info or {}).get('fingerprint') or {}
+        out[name] = {'venv': fp.get('venv') or '', 'version': fp.get('sglang') or ''}
+    return out

@@ -111,6 +111,14 @@ previous:
   description: The C(previous) link's target (what C(playbooks/rollback.yml) returns to); null when none.
   returned: always
   type: str
+current_version:
+  description: The O(package) version installed in RV(current); null when unknown.
+  returned: always
+  type: str
+previous_version:
+  description: The O(package) version installed in RV(previous); null when unknown.
+  returned: always
+  type: str
 venvs:
   description: The venvs under O(venv_root), each with the version of O(package) installed in it.
   returned: always
@@ -167,6 +175,7 @@ def main():
     decided = judge(host, seen, params['target'], params['min_free_gb'])
     result = dict(changed=False, instances=seen['instances'], venvs=seen['venvs'], free_gb=seen['free_gb'],
                   current=decided['current'], previous=decided['previous'], prunable=decided['prunable'],
+                  current_version=decided['current_version'], previous_version=decided['previous_version'],
                   problems=decided['problems'], referenced=seen['referenced'])
     if 'target' in decided:
         result['target'] = decided['target']

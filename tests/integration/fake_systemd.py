@@ -67,11 +67,57 @@ def stop(unit):
     unit["pid"] = 0
 
 
+def _words(text):
+    """The words of an ExecStart= value, as systemd splits and unquotes them (double quotes, \\, $$, %%)."""
+    words, word, quoted, i = [], None, False, 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and quoted and i + 1 < len(text):
+            word = (word or "") + {"n": "\n"}.get(text[i + 1], text[i + 1])
+            i += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+            word = word or ""
+        elif char.isspace() and not quoted:
+            if word is not None:
+                words.append(word)
+            word = None
+        else:
+            word = (word or "") + char
+        i += 1
+    if word is not None:
+        words.append(word)
+    return [w.replace("$$", "$").replace("%%", "%") for w in words]
+
+
+def read_unit(path):
+    """(argv, environment) from a unit file the roles wrote: its ExecStart (continuation lines joined) and
+    EnvironmentFile (KEY="value" lines)."""
+    with open(path) as handle:
+        text = handle.read().replace("\\\n", " ")
+    argv, env = [], {}
+    for line in text.splitlines():
+        if line.startswith("ExecStart="):
+            argv = _words(line[len("ExecStart="):])
+        elif line.startswith("EnvironmentFile="):
+            with open(line.split("=", 1)[1].lstrip("-")) as handle:
+                for item in handle.read().splitlines():
+                    if "=" in item and not item.startswith("#"):
+                        key, value = item.split("=", 1)
+                        env[key] = _words(value)[0] if value else ""
+    return argv, env
+
+
 def start(unit):
     env = dict(os.environ)
     env.update(unit.get("env") or {})
+    cmd = unit.get("cmd")
+    if unit.get("unit_file"):
+        cmd, unit_env = read_unit(unit["unit_file"])
+        env.update(unit_env)
     log = open(unit["log"], "ab")
-    proc = subprocess.Popen(unit["cmd"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                             start_new_session=True, cwd=unit.get("cwd") or "/")
     unit["pid"] = proc.pid
     unit["start_usec"] = int(time.monotonic() * 1e6)

@@ -47,7 +47,7 @@ class LocalStack(object):
             json.dump(units, handle)
         self.env = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], PDSERVE_FAKE_SYSTEMD=self.registry,
                         ANSIBLE_COLLECTIONS_PATH=os.path.join(stack.REPO, ".cache", "collections"),
-                        ANSIBLE_CALLBACKS_ENABLED="pdserve.sglang.restart_plan", ANSIBLE_NOCOLOR="1",
+                        ANSIBLE_CALLBACKS_ENABLED=os.environ.get("PDSERVE_TEST_CALLBACKS", "pdserve.sglang.restart_plan"), ANSIBLE_NOCOLOR="1",
                         ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
         self.systemctl("start", *units)
         for mode in self.servers:
@@ -143,3 +143,151 @@ def test_a_single_worker_is_refused_then_restarted_in_place_on_request(local_sta
     assert "restarted in place" in out and "expect an outage of about" in out
     assert pd.pids()["sglang-prefill-0.service"] != before["sglang-prefill-0.service"]
     assert pd.pids()["sglang-decode-0.service"] == before["sglang-decode-0.service"]
+
+
+# ---- upgrade.yml and rollback.yml -------------------------------------------------------------------------------
+
+STANDIN = os.path.join(stack.REPO, "tests", "emulator", "standin", "build_wheel.py")
+VERSIONS = (("90.0.1", False), ("90.0.2", False), ("90.0.3", True))
+
+
+def fake_venv(root, version, broken, wheels):
+    """A real venv (no pip) holding the stand-in sglang wheel, which sees this test venv's packages (the emulator's
+    web stack) through a .pth file instead of installing them; the molecule scenario builds complete ones."""
+    import sysconfig
+    import zipfile
+    subprocess.run([sys.executable, STANDIN, "--version", version, "--out", wheels]
+                   + (["--broken-tool-parser"] if broken else []), check=True, capture_output=True)
+    venv = os.path.join(root, "sglang-%s" % version)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    site = os.path.join(venv, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    with zipfile.ZipFile(os.path.join(wheels, "sglang-%s-py3-none-any.whl" % version)) as wheel:
+        wheel.extractall(site)
+    with open(os.path.join(site, "pdserve-test-venv.pth"), "w") as handle:
+        handle.write(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+class UnitStack(LocalStack):
+    """LocalStack whose units are unit files the role renders, run from stand-in SGLang venvs."""
+
+    def __init__(self, tmp):  # pylint: disable=super-init-not-called
+        self.tmp = str(tmp)
+        self.root = os.path.join(self.tmp, "venvs")
+        self.units_dir = os.path.join(self.tmp, "units")
+        self.conf = os.path.join(self.tmp, "etc")
+        for path in (self.root, self.units_dir, self.conf):
+            os.makedirs(path)
+        self.wheels = os.path.join(self.tmp, "wheels")
+        self.venvs = dict((v, fake_venv(self.root, v, b, self.wheels)) for v, b in VERSIONS)
+        self.registry = os.path.join(self.tmp, "units.json")
+        self.bin = fake_systemd.install(os.path.join(self.tmp, "bin"))
+        self.servers = {"prefill": [], "decode": []}
+        units = {}
+        for mode in ("prefill", "decode"):
+            for index in range(2):
+                emu = stack.Emulator(mode)
+                name = "%s-%d" % (mode, index)
+                units["sglang-%s.service" % name] = {
+                    "unit_file": os.path.join(self.units_dir, "sglang-%s.service" % name), "cwd": self.tmp,
+                    "log": os.path.join(self.tmp, "%s.log" % name), "pid": 0}
+                self.servers[mode].append((name, emu))
+        with open(self.registry, "w") as handle:
+            json.dump(units, handle)
+        self.env = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], PDSERVE_FAKE_SYSTEMD=self.registry,
+                        ANSIBLE_COLLECTIONS_PATH=os.path.join(stack.REPO, ".cache", "collections"),
+                        ANSIBLE_CALLBACKS_ENABLED=os.environ.get("PDSERVE_TEST_CALLBACKS", "pdserve.sglang.restart_plan"), ANSIBLE_NOCOLOR="1",
+                        ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+        self.router = stack.Router(prefill=[(e.url, e.bootstrap_port) for _n, e in self.servers["prefill"]],
+                                   decode=[e.url for _n, e in self.servers["decode"]], args=["--api-key", KEY])
+        self.inventory = os.path.join(self.tmp, "hosts.yml")
+        self.write_inventory()
+        # The first deploy: the role renders every unit for venv 90.0.1 (what site.yml's server plays write).
+        deploy = os.path.join(self.tmp, "deploy.yml")
+        with open(deploy, "w") as handle:
+            yaml.safe_dump([{"hosts": "sglang_prefill:sglang_decode", "gather_facts": False, "tasks": [{
+                "ansible.builtin.include_role": {"name": "pdserve.sglang.sglang_server", "tasks_from": "switch"},
+                "vars": {"sglang_server_switch_instances": [n for m in self.servers for n, _e in self.servers[m]],
+                         "sglang_server_switch_write": True, "sglang_server_switch_flag_check": True}}]}], handle)
+        rc, out = self.playbook(deploy)
+        assert rc == 0, out[-4000:]
+        self.systemctl("start", *units)
+        for mode in self.servers:
+            for _name, emu in self.servers[mode]:
+                stack.Emulator.wait_healthy(emu, 60)
+        self.router.start()
+
+    def write_inventory(self):
+        super(UnitStack, self).write_inventory()
+        with open(self.inventory) as handle:
+            data = yaml.safe_load(handle)
+        host = data["all"]["hosts"]["pdserve-roll"]
+        host.update({
+            "sglang_venv": self.venvs["90.0.1"], "sglang_install_version": "90.0.1", "sglang_venv_root": self.root,
+            "sglang_install_enabled": False, "sglang_server_unit_dir": self.units_dir,
+            "sglang_server_config_dir": self.conf, "sglang_server_user": "root", "sglang_server_group": "root",
+            "sglang_model_path": "/models/m", "sglang_model_reasoning_parser": "deepseek-v4",
+            "sglang_model_tool_call_parser": "deepseekv4", "sglang_server_numa_binding": "none",
+            "sglang_server_extra_args": ["--log-level", "warning"],
+            "sglang_server_env": dict(SLOW, HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_OFFLINE="1"),
+        })
+        for mode in ("prefill", "decode"):
+            for item, (_n, emu) in zip(host["sglang_%s_instances" % mode], self.servers[mode]):
+                item["dist_init_port"] = stack.free_port()
+        with open(self.inventory, "w") as handle:
+            yaml.safe_dump(data, handle)
+
+    def playbook(self, name, *args):
+        path = name if os.path.isabs(name) else "playbooks/%s" % name
+        cmd = [os.path.join(BIN, "ansible-playbook"), path, "-i", self.inventory] + list(args)
+        started = time.monotonic()
+        proc = subprocess.run(cmd, cwd=stack.REPO, env=self.env, capture_output=True, text=True, timeout=900, check=False)
+        print("%s %s: rc=%s in %.1f s" % (os.path.basename(name), " ".join(args), proc.returncode, time.monotonic() - started))
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def fingerprints(self):
+        out = {}
+        for name in os.listdir(self.conf):
+            with open(os.path.join(self.conf, name)) as handle:
+                out[name[:-4]] = dict(l.split("=", 1) for l in handle.read().splitlines() if l.startswith("PDSERVE_"))
+        return out
+
+    def versions(self):
+        return sorted(set(f.get("PDSERVE_SGLANG", "").strip('"') for f in self.fingerprints().values()))
+
+    def link(self, name):
+        return os.path.realpath(os.path.join(self.root, name))
+
+
+def test_upgrade_passes_then_a_broken_version_rolls_back_then_rollback(tmp_path):
+    pd = UnitStack(tmp_path)
+    try:
+        pd.router.wait_healthy(60)
+        assert pd.versions() == ["90.0.1"]
+        with Load(pd.router.url, clients=4, api_key=KEY) as load:
+            rc, out = pd.playbook("upgrade.yml", "-e", "sglang_install_version=90.0.2")
+            print(out[-5000:])
+            assert rc == 0, out[-8000:]
+            assert pd.versions() == ["90.0.2"]
+            assert (pd.link("current"), pd.link("previous")) == (pd.venvs["90.0.2"], pd.venvs["90.0.1"])
+            assert "fingerprint sglang 90.0.1 -> 90.0.2" in out and KEY not in out
+            # The venvs older than the previous one are gone (here the unused 90.0.3); build it again.
+            assert not os.path.exists(pd.venvs["90.0.3"])
+            fake_venv(pd.root, "90.0.3", True, pd.wheels)
+
+            rc, out = pd.playbook("upgrade.yml", "-e", "sglang_install_version=90.0.3")
+            print(out[-5000:])
+            assert rc != 0 and "The upgrade stopped: decode-0" in out and "tools" in out, out[-8000:]
+            assert pd.versions() == ["90.0.2"], "every instance is back on the venv it ran"
+            assert (pd.link("current"), pd.link("previous")) == (pd.venvs["90.0.2"], pd.venvs["90.0.1"])
+
+            rc, out = pd.playbook("rollback.yml")
+            print(out[-3000:])
+            assert rc == 0, out[-8000:]
+            assert pd.versions() == ["90.0.1"]
+            assert (pd.link("current"), pd.link("previous")) == (pd.venvs["90.0.1"], pd.venvs["90.0.2"])
+            time.sleep(1)
+        print("load: %d requests, %d failed" % (len(load.records), len(load.failures())))
+        assert load.failures() == [], load.failures()[:5]
+    finally:
+        pd.stop()

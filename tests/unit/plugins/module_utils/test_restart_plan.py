@@ -98,3 +98,10 @@ def test_plan_lines_and_merge():
                       {"unit": "u2", "reasons": ["unit --x"], "planned": True}]
     assert rp.plan_line("h", merged[0]) == "u1 on h: restarted (fingerprint sglang a -> b; rolling restart)"
     assert rp.plan_line("h", merged[1]) == "u2 on h: would restart (unit --x)"
+
+
+def test_side_by_side_venvs_are_named_by_their_directory():
+    unit_a, env_a = render(venv="/opt/sglang/venvs/sglang-0.5.23")
+    unit_b, env_b = render(venv="/opt/sglang/venvs/sglang-0.5.24", version="0.5.24")
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == [
+        "fingerprint sglang 0.5.23 -> 0.5.24", "fingerprint venv sglang-0.5.23 -> sglang-0.5.24 (in /opt/sglang/venvs)"]

@@ -5,7 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_roll import roll_plan
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_roll import plan_lines, roll_plan, roll_report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
 
 GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"]}
@@ -68,3 +68,38 @@ def test_the_only_worker_of_a_type_is_refused_unless_plain():
 def test_no_router_is_a_problem():
     topology = build_topology({"p": {"sglang_prefill_instances": [{"name": "p", "port": 1}]}}, {"sglang_prefill": ["p"]})
     assert any(p["variable"] == "sglang_router" for p in roll_plan(topology)["problems"])
+
+
+def test_the_plan_says_up_front_what_happens_and_the_outage_of_a_lone_worker():
+    plan = roll_plan(stack(prefill=1, decode=2), plain_restart=True)
+    estimates = [{"item": plan["workers"][0], "previous_load_seconds": 212.5}]
+    lines = plan_lines(plan, estimates, 300, "cut")
+    assert lines[0].startswith("Rolling restart of 3 worker(s), one at a time; each leaves 1 router(s) (r)")
+    assert "up to 300 s, then cut them" in lines[0]
+    assert "1. prefill-0 (prefill on p, http://10.0.0.11:30000): the only prefill worker, restarted in place" in lines[1]
+    assert "expect an outage of about 212.5 s" in lines[1]
+    assert lines[2] == "2. decode-0 (decode on d, http://10.0.0.21:30002)"
+    assert "unknown" in plan_lines(plan, [], 300)[1]
+
+
+def test_the_report_counts_requests_across_restarts():
+    plan = roll_plan(stack())
+    d0, d1 = plan["workers"][2], plan["workers"][3]
+    records = [[], [  # host p has none; host d rolled decode-1 and decode-0 (decode-0 twice: a switch, then back)
+        {"worker": d1, "idle": {"seconds": 2.04, "in_flight_at_start": 3, "idle": True, "requests_total": 50},
+         "restarted": {"restart_to_ready": 3.4}},
+        {"worker": d0, "idle": {"seconds": 1.0, "in_flight_at_start": 0, "idle": True, "requests_total": 30},
+         "restarted": {"restart_to_ready": 2.0}},
+        {"worker": d0, "idle": {"seconds": 1.5, "in_flight_at_start": 2, "idle": False, "in_flight": 1,
+                                "requests_total": 4}, "restarted": {"restart_to_ready": 2.5}},
+    ]]
+    counters = [{"results": []}, {"results": [{"item": d0, "requests_total": 20}, {"item": d1, "requests_total": 40}]}]
+    after = [{"results": []}, {"results": [{"item": d0, "requests_total": 6}, {"item": d1, "requests_total": 9}]}]
+    assert roll_report(records, counters, after) == [
+        "decode-0 (decode on d): restart 1: drain 1.0 s, restart-to-ready 2.0 s, restart 2: drain 1.5 s (2 request(s) "
+        "finished after it left the router, 1 cut), restart-to-ready 2.5 s, served 20 requests during the roll "
+        "(14 before its restarts, 6 after)",
+        "decode-1 (decode on d): drain 2.0 s (3 request(s) finished after it left the router), restart-to-ready 3.4 s, "
+        "served 19 requests during the roll (10 before its restart, 9 after)",
+    ]
+    assert "served ? requests" in roll_report(records, [], [])[0]
