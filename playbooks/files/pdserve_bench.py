@@ -52,7 +52,7 @@ def percentile(values, pct):
 
 def prompt(rng, words, index):
     """A synthetic prompt of ``words`` words with a unique prefix (request ``index``)."""
-    body = " ".join(rng.choice(WORDS) for _ in range(max(0, words - 2)))
+    body = " ".join(rng.choice(WORDS) for dummy in range(max(0, words - 2)))
     return "[%d %08x] %s" % (index, rng.getrandbits(32), body)
 
 
@@ -201,7 +201,7 @@ async def level(args, concurrency, rng, offset):
                 body = queue.get_nowait()
                 records.append(await one(session, url, headers, body, args.timeout))
         started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await asyncio.gather(*(worker() for dummy in range(concurrency)))
         duration = time.perf_counter() - started
     return summarize(concurrency, records, duration), count
 
@@ -221,7 +221,7 @@ async def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--url", required=True, help="the router, e.g. http://127.0.0.1:30001")
     parser.add_argument("--model", required=True, help="the served model name")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])

@@ -88,21 +88,22 @@ def _seconds(value):
 
 def plan_lines(plan, estimates=(), drain_timeout=300, on_drain_timeout="fail", what="Rolling restart"):
     """What the roll will do, said before it starts; ``estimates``: server_restart check-mode results (loop items)."""
-    load = dict((e.get("item", {}).get("unit"), e.get("previous_load_seconds")) for e in estimates or []
-                if isinstance(e, dict))
+    load = dict((e.get("item", {}).get("unit"), e.get("previous_load_seconds"))
+                for e in estimates or [] if isinstance(e, dict))
     routers = plan.get("routers") or []
+    names = ", ".join(r["inventory_host"] for r in routers)
+    then = "cut them" if on_drain_timeout == "cut" else "stop"
     lines = ["%s of %d worker(s), one at a time; each leaves %d router(s) (%s) and finishes its requests (up to %s s, "
-             "then %s) before it restarts" % (what, len(plan["workers"]), len(routers),
-                                             ", ".join(r["inventory_host"] for r in routers), drain_timeout,
-                                             "cut them" if on_drain_timeout == "cut" else "stop")]
+             "then %s) before it restarts" % (what, len(plan["workers"]), len(routers), names, drain_timeout, then)]
     for number, worker in enumerate(plan["workers"], 1):
         line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], worker["inventory_host"], worker["url"])
         if worker.get("plain"):
             seconds = load.get(worker["unit"])
+            expected = _seconds(seconds) if seconds is not None else (
+                "its load time (unknown: no 'fired up' line since its last start)")
             line += (": the only %s worker, restarted in place - every request fails while it is away: expect an outage "
                      "of about %s (its last start took that long), plus the router's health checks"
-                     % (worker["mode"], _seconds(seconds) if seconds is not None else "its load time (unknown: no "
-                                                                                        "'fired up' line since its last start)"))
+                     % (worker["mode"], expected))
         lines.append(line)
     return lines
 

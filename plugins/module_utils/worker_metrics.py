@@ -17,6 +17,7 @@ Accept headers (client_python#1177): both spellings are read.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 import time
 
@@ -62,7 +63,7 @@ def parse_samples(text):
             value = float(match.group(3))
         except ValueError:
             continue
-        if value != value:  # NaN
+        if math.isnan(value):
             continue
         name = canonical(match.group(1))
         sums[name] = sums.get(name, 0.0) + value

@@ -19,8 +19,8 @@ description:
   - Returns the restart-to-ready time, measured on the host from the moment the restart was issued.
   - Also reads from the unit's journal how long its previous start took until SGLang logged
     C(The server is fired up and ready to roll!), the estimate of how long a restart keeps the server away.
-  - Take the server out of its routers first (M(pdserve.sglang.router_worker), M(pdserve.sglang.worker_idle)): a
-    restart cuts the streams it is serving.
+  - Take the server out of its routers first (M(pdserve.sglang.router_worker), M(pdserve.sglang.worker_idle)), since
+    a restart cuts the streams it is serving.
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:

@@ -16,7 +16,7 @@ description:
     model), the versioned venvs under O(venv_root) with the SGLang version installed in each, the C(current) and
     C(previous) links there, which venvs the unit files name, and the free disk under O(venv_root).
   - Judges what an upgrade or rollback needs before anything stops, and lists every problem as host, variable,
-    message, fix. the instances must be deployed with a fingerprint and run from one venv, and a new venv needs
+    message, fix; the instances must be deployed with a fingerprint and run from one venv, and a new venv needs
     O(min_free_gb) free (a full SGLang venv is about 11 GB).
   - Says which venvs could go (RV(prunable)) - neither current, previous, the target, nor named by a unit file.
 author:

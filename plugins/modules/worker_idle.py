@@ -17,7 +17,7 @@ description:
     C(sglang:num_prefill_inflight_queue_reqs), C(sglang:num_decode_prealloc_queue_reqs),
     C(sglang:num_decode_transfer_queue_reqs), those the server has) add up to 0 on O(scrapes) readings in a row.
   - This is how a rolling restart knows a worker taken out of the router has finished its requests. The router's
-    own C(smg_worker_requests_active) cannot tell: it drops to 0 when the worker is removed while requests still run.
+    own C(smg_worker_requests_active) cannot tell, it drops to 0 when the worker is removed while requests still run.
   - Also returns C(sglang:num_requests_total), the requests the server finished since it started.
 author:
   - pdserve.sglang developers (@pdserve)
@@ -37,7 +37,7 @@ options:
     default: true
   timeout:
     description:
-      - Seconds to wait at most: the longest request you are willing to cut.
+      - Seconds to wait at most, the longest request you are willing to cut.
     type: float
     default: 300
   interval:

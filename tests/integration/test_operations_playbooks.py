@@ -126,7 +126,7 @@ def test_rolling_restart_of_2p2d_under_load(local_stack):
     after = pd.pids()
     assert all(after[u] != before[u] for u in before), "every unit restarted once"
     for name in ("prefill-0", "prefill-1", "decode-0", "decode-1"):
-        assert "%s (%s on pdserve-roll): drain" % (name, name.split("-")[0]) in out
+        assert "%s (%s on pdserve-roll): drain" % (name, name.split("-", maxsplit=1)[0]) in out
         assert "sglang-%s.service on pdserve-roll: restarted (rolling restart)" % name in out
     assert "served " in out and "during the roll" in out
     assert KEY not in out, "the router's API key was printed"

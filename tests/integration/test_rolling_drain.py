@@ -99,8 +99,8 @@ class Load(object):
 def two_by_two():
     procs = []
     try:
-        prefill = [stack.Emulator("prefill", env=SLOW) for _ in range(2)]
-        decode = [stack.Emulator("decode", env=SLOW) for _ in range(2)]
+        prefill = [stack.Emulator("prefill", env=SLOW) for dummy in range(2)]
+        decode = [stack.Emulator("decode", env=SLOW) for dummy in range(2)]
         procs.extend(prefill + decode)
         for proc in procs:
             proc.start()
@@ -181,8 +181,8 @@ def test_rolling_restart_of_2p2d_under_load_loses_nothing(two_by_two):
                            % (kind, index, idle["seconds"], idle["first"]["in_flight"], ready, added["seconds"]))
         time.sleep(2)
     print("\n".join(figures))
-    print("requests: %d (%d streaming), failed: %d" % (len(load.records), sum(r["stream"] for r in load.records),
-                                                      len(load.failures())))
+    streams = sum(r["stream"] for r in load.records)
+    print("requests: %d (%d streaming), failed: %d" % (len(load.records), streams, len(load.failures())))
     assert load.records and load.failures() == [], load.failures()[:5]
     # Every worker serves again after the roll.
     listing = admin.listing()

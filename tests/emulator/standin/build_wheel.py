@@ -125,7 +125,7 @@ def build(version, out, broken=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--version", required=True, help="the stand-in's version, e.g. 90.0.1")
     parser.add_argument("--out", required=True, help="directory to write the wheel into")
     parser.add_argument("--broken-tool-parser", action="store_true", help="a version whose tool-call parser parses nothing")

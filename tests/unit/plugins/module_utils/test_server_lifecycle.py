@@ -73,8 +73,8 @@ def test_previous_load_reads_systemd_and_the_journal():
 
 def test_restart_then_wait_until_it_generates():
     system = System()
-    details = restarter(system, Client(down_for=2)).restart("sglang-decode-0.service", "http://127.0.0.1:30002", 10,
-                                                           interval=0.01, daemon_reload=True)
+    details = restarter(system, Client(down_for=2)).restart(
+        "sglang-decode-0.service", "http://127.0.0.1:30002", 10, interval=0.01, daemon_reload=True)
     assert ["daemon-reload"] in system.calls and ["restart", "sglang-decode-0.service"] in system.calls
     assert system.calls.index(["daemon-reload"]) < system.calls.index(["restart", "sglang-decode-0.service"])
     assert details["restart_to_ready"] >= details["restart_seconds"] >= 0
@@ -84,8 +84,8 @@ def test_restart_then_wait_until_it_generates():
 def test_a_unit_that_dies_fails_at_once_with_its_journal():
     system = System(active="failed")
     with pytest.raises(sl.RestartError) as exc:
-        restarter(system, Client(down_for=10 ** 6)).restart("sglang-decode-0.service", "http://127.0.0.1:30002", 30,
-                                                           interval=0.01)
+        restarter(system, Client(down_for=10 ** 6)).restart(
+            "sglang-decode-0.service", "http://127.0.0.1:30002", 30, interval=0.01)
     assert "unit failed" in str(exc.value)
     assert exc.value.details["journal"][-1].endswith("ready to roll!")
 

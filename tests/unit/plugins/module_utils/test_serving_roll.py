@@ -60,8 +60,8 @@ def test_the_only_worker_of_a_type_is_refused_unless_plain():
     assert "prefill-0 is the only prefill worker" in plan["problems"][0]["message"]
     plan = roll_plan(topology, plain_restart=True)
     assert plan["problems"] == []
-    assert [(w["name"], w["plain"]) for w in plan["workers"]] == [("prefill-0", True), ("decode-0", False),
-                                                                    ("decode-1", False)]
+    assert [(w["name"], w["plain"]) for w in plan["workers"]] == [
+        ("prefill-0", True), ("decode-0", False), ("decode-1", False)]
     assert roll_plan(topology, variable="sglang_upgrade")["problems"][0]["variable"] == "sglang_upgrade_plain_restart"
 
 
