@@ -86,7 +86,7 @@ def _fingerprint_reasons(old, new):
         before, after = old.get(field) or '(none)', new.get(field) or '(none)'
         if before == after:
             continue
-        if field == 'venv' and '/' in before and before.rsplit('/', 1)[0] == after.rsplit('/', 1)[0]:
+        if field == 'venv' and before.rsplit('/', 1)[0] and before.rsplit('/', 1)[0] == after.rsplit('/', 1)[0]:
             # Versioned venvs side by side: the names say it.
             reasons.append('fingerprint venv %s -> %s (in %s)' % (before.rsplit('/', 1)[1], after.rsplit('/', 1)[1],
                                                                   before.rsplit('/', 1)[0]))
