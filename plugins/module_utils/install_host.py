@@ -21,6 +21,7 @@ import platform
 import pwd
 import re
 import shutil
+import stat
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import parse_nvcc_version
 
@@ -158,16 +159,16 @@ def _name(lookup, number):
 
 
 def path_info(paths):
-    """``{path: {exists, isdir, owner, group}}`` (owner and group as names; empty when absent)."""
+    """``{path: {exists, isdir, owner, group, mode}}`` (names, and mode as ``"0755"``; empty when absent)."""
     result = {}
     for path in paths:
-        info = {"exists": False, "isdir": False, "owner": "", "group": ""}
+        info = {"exists": False, "isdir": False, "owner": "", "group": "", "mode": ""}
         try:
             st = os.stat(path)
         except OSError:
             result[path] = info
             continue
-        info.update(exists=True, isdir=os.path.isdir(path),
+        info.update(exists=True, isdir=os.path.isdir(path), mode="%04o" % stat.S_IMODE(st.st_mode),
                     owner=_name(pwd.getpwuid, st.st_uid), group=_name(grp.getgrgid, st.st_gid))
         result[path] = info
     return result

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import posixpath
 import re
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, report, unique
@@ -289,6 +290,40 @@ def warnings(host, s, facts, mode):
     return []
 
 
+def directories(s, items):
+    """The directories the role needs, parents first: ``{path, owned}`` (owned: the service user's, it writes there)."""
+    wanted = [{"path": s.get("root"), "owned": False}]
+    if items or s.get("model_source") == "hf":
+        wanted.append({"path": str(s.get("root")) + "/libexec", "owned": False})  # the job runner
+    if s.get("chat_template_source", "none") != "none" and s.get("chat_template_dest"):
+        wanted.append({"path": posixpath.dirname(str(s["chat_template_dest"])), "owned": False})
+    wanted.append({"path": s.get("venv"), "owned": True})
+    if items:
+        wanted.append({"path": s.get("build_dir"), "owned": True})
+    if s.get("source") == "git" or s.get("chat_template_source") == "sglang":
+        wanted.append({"path": s.get("src_dir"), "owned": True})
+    if s.get("model_source") == "hf":
+        wanted.append({"path": s.get("model_path"), "owned": True})
+    result = []
+    for entry in wanted:
+        if entry["path"] and entry["path"] not in [e["path"] for e in result]:
+            result.append(entry)
+    return result
+
+
+def directories_to_fix(s, facts, wanted):
+    """Those of ``wanted`` that install_facts found missing or not as wanted (mode 0755, the user's when owned)."""
+    fix = []
+    for entry in wanted:
+        info = _path(facts, entry["path"])
+        right = info.get("isdir") and info.get("mode") == "0755"
+        if entry["owned"]:
+            right = right and info.get("owner") == s.get("user") and info.get("group") == s.get("group")
+        if not right:
+            fix.append(entry)
+    return fix
+
+
 def plan(host, settings, facts):
     """Decisions and problems; see the module docstring."""
     s = dict(settings or {})
@@ -298,8 +333,11 @@ def plan(host, settings, facts):
     items = builds(s, mode)
     problems = unique(_settings_problems(host, s) + _build_problems(host, s, items) + _python_problems(host, s, facts)
                       + _glibc_problems(host, s, facts) + _disk_problems(host, facts) + _host_problems(host, s, facts, mode, items))
+    wanted = directories(s, items)
     return {
         "nixl_mode": mode,
+        "directories": wanted,
+        "directories_to_fix": directories_to_fix(s, facts, wanted),
         "kernel_builds": items,
         "needs_cuda": any(needs_cuda(item) for item in items),
         "needs_git": bool(git_users(s, items)),

@@ -185,9 +185,10 @@ def _write(module, path, text, ids, mode):
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".pdserve-")
     with os.fdopen(fd, "wb") as handle:
         handle.write(text.encode("utf-8"))
-    os.chmod(tmp, mode)
-    os.chown(tmp, ids[0], ids[1])
     module.atomic_move(tmp, path)
+    # atomic_move keeps the attributes of the file it replaces: set ours after it.
+    os.chmod(path, mode)
+    os.chown(path, ids[0], ids[1])
     return True, before
 
 

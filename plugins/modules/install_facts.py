@@ -71,7 +71,7 @@ options:
         required: true
   paths:
     description:
-      - Paths whose existence, type, owner and group are returned in RV(paths).
+      - Paths whose existence, type, owner, group and mode are returned in RV(paths).
     type: list
     elements: path
     default: []
@@ -168,10 +168,10 @@ disk:
     ok: {description: Whether the free space covers RV(disk[].need_gb_total)., type: bool}
     error: {description: Why the entry could not be measured (a path that is not absolute); empty otherwise., type: str}
 paths:
-  description: For each of O(paths), C({exists, isdir, owner, group}).
+  description: For each of O(paths), C({exists, isdir, owner, group, mode}) (names; the mode as C("0755")).
   returned: always
   type: dict
-  sample: {/opt/sglang/venv/lib: {exists: true, isdir: true, owner: sglang, group: sglang}}
+  sample: {/opt/sglang/venv/lib: {exists: true, isdir: true, owner: sglang, group: sglang, mode: "0755"}}
 users:
   description: For each of O(users), C({exists, uid, home}).
   returned: always

@@ -4,7 +4,7 @@
 """The molecule scenario extensions/molecule/sglang_install checks, with the real SGLang parser,
 the command lines written in its vars. They must be what sglang_server renders for
 inventories/blackwell, or the scenario proves nothing about that inventory: render them with the
-collection's own filters and compare."""
+collection's own serving model (the code sglang_server renders its units with) and compare."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,7 +14,8 @@ import os
 
 import yaml
 
-from ansible_collections.pdserve.sglang.plugins.filter import sglang as sglang_filters
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv, server_args
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -37,12 +38,13 @@ def test_scenario_command_lines_match_the_blackwell_rendering():
         "context_length": shared["sglang_model_context_length"],
         "extra_args": shared["sglang_model_extra_args"],
     }
+    groups = {"sglang_prefill": ["blackwell"], "sglang_decode": ["blackwell"], "sglang_router": ["blackwell"]}
+    topology = build_topology({"blackwell": dict(shared, **host)}, groups)
+    assert topology["problems"] == []
     rendered = []
     for mode in ("prefill", "decode"):
-        instances = sglang_filters.normalize_instances(host["sglang_%s_instances" % mode], mode, {"host": "127.0.0.1"})
-        for instance in instances:
-            lines = sglang_filters.server_args(instance, model, "numactl", True)
-            rendered.append({"name": instance["name"], "argv": [str(word) for line in lines for word in line]})
+        for instance in topology["hosts"]["blackwell"][mode]:
+            rendered.append({"name": instance["name"], "argv": [str(word) for word in argv(server_args(instance, model, "numactl", True))]})
     scenario = load("extensions", "molecule", "sglang_install", "molecule.yml")
     written = scenario["provisioner"]["inventory"]["group_vars"]["all"]["blackwell_command_lines"]
     assert written == rendered
