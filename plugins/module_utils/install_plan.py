@@ -257,6 +257,11 @@ def _host_problems(host, s, facts, mode, items):
             found.append(problem(host, PREFIX + "model_path", "%s holds no config.json on %s" % (model_path, host),
                                  "copy the model there, or set sglang_install_model_source to hf with a repo_id and revision"))
 
+    user_facts = (facts.get("users") or {}).get(s.get("user"))
+    if not truthy(s.get("create_user", True)) and user_facts is not None and not user_facts.get("exists"):
+        found.append(problem(host, PREFIX + "user", "%s does not exist on %s, and sglang_install_create_user is false" % (
+            s.get("user"), host), "create the user first (or set sglang_install_create_user to true)"))
+
     venv, user = s.get("venv"), s.get("user")
     owner = _path(facts, venv_probe(venv)).get("owner") if venv else None
     if owner and owner != user:

@@ -235,6 +235,14 @@ def test_venv_made_by_another_user():
     assert P.venv_probe("/opt/sglang/venv") == "/opt/sglang/venv/lib"
 
 
+def test_a_user_that_comes_from_elsewhere_must_exist():
+    absent = {"users": {"sglang": {"exists": False, "uid": None, "home": ""}}}
+    assert judge(facts=absent)["problems"] == []  # the role creates it
+    problem = only(judge(create_user=False, facts=absent))
+    assert problem["variable"] == "sglang_install_user" and "does not exist on gpu1" in problem["message"]
+    assert judge(create_user=False)["problems"] == []
+
+
 def test_every_problem_at_once_in_one_report():
     result = judge(python_versions=["3.12"], kernel_builds=[{"name": "fa", "src": "/a"}, {"name": "fa", "src": "/b"}],
                    facts={"cuda": {"nvcc": ""}, "git": ""})
