@@ -47,7 +47,7 @@ options:
     required: true
   trees:
     description:
-      - Directories on the host whose tree hash is added to the inputs, as C({key: directory}). A directory that does
+      - Directories on the host whose tree hash is added to the inputs, as a mapping of input key to directory. A directory that does
         not exist hashes to an empty string.
     type: dict
     default: {}

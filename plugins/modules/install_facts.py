@@ -109,12 +109,26 @@ python:
   returned: always
   type: dict
   contains:
-    path: {description: O(python)., type: str}
-    found: {description: Whether it exists and answered., type: bool}
-    version: {description: C(major.minor)., type: str, sample: "3.11"}
-    full_version: {description: C(major.minor.micro)., type: str, sample: "3.11.2"}
-    venv: {description: Whether C(venv) and C(ensurepip) import (Debian - package python3-venv)., type: bool}
-    error: {description: Why it did not answer; empty when it did., type: str}
+    path:
+      description: "O(python)."
+      type: str
+    found:
+      description: Whether it exists and answered.
+      type: bool
+    version:
+      description: "C(major.minor)."
+      type: str
+      sample: "3.11"
+    full_version:
+      description: "C(major.minor.micro)."
+      type: str
+      sample: "3.11.2"
+    venv:
+      description: Whether C(venv) and C(ensurepip) import (Debian - package python3-venv).
+      type: bool
+    error:
+      description: Why it did not answer; empty when it did.
+      type: str
 libc:
   description: The C library, C({name, version}); C(name) is C(glibc) on Debian and Ubuntu.
   returned: always
@@ -130,18 +144,33 @@ ucx:
   returned: always
   type: dict
   contains:
-    present: {description: Whether C(ucx_info) or C(libucp) was found., type: bool}
-    ucx_info: {description: Path of C(ucx_info), empty when absent., type: str}
-    libucp: {description: The C(libucp) found, empty when none., type: str}
-    version: {description: The version C(ucx_info -v) reports, empty when unknown., type: str}
+    present:
+      description: Whether C(ucx_info) or C(libucp) was found.
+      type: bool
+    ucx_info:
+      description: Path of C(ucx_info), empty when absent.
+      type: str
+    libucp:
+      description: The C(libucp) found, empty when none.
+      type: str
+    version:
+      description: The version C(ucx_info -v) reports, empty when unknown.
+      type: str
 cuda:
   description: The CUDA toolkit.
   returned: always
   type: dict
   contains:
-    home: {description: O(cuda_home)., type: str}
-    nvcc: {description: The C(nvcc) found, empty when none., type: str}
-    version: {description: Its release, empty when unknown., type: str, sample: "13.0"}
+    home:
+      description: "O(cuda_home)."
+      type: str
+    nvcc:
+      description: The C(nvcc) found, empty when none.
+      type: str
+    version:
+      description: Its release, empty when unknown.
+      type: str
+      sample: "13.0"
 git:
   description: Path of git, empty when absent.
   returned: always
@@ -156,17 +185,40 @@ disk:
   type: list
   elements: dict
   contains:
-    name: {description: The entry's name., type: str}
-    path: {description: The entry's path., type: str}
-    min_free_gb: {description: What the entry asks for while the path does not exist., type: float}
-    checked: {description: The path whose filesystem was measured (the nearest existing one)., type: str}
-    exists: {description: Whether the path exists (then it needs nothing)., type: bool}
-    need_gb: {description: GiB this entry needs., type: float}
-    need_gb_total: {description: GiB every entry on the same filesystem needs together., type: float}
-    free_gb: {description: Free GiB on that filesystem., type: float}
-    shared_with: {description: The other entries on the same filesystem., type: list, elements: str}
-    ok: {description: Whether the free space covers RV(disk[].need_gb_total)., type: bool}
-    error: {description: Why the entry could not be measured (a path that is not absolute); empty otherwise., type: str}
+    name:
+      description: The entry's name.
+      type: str
+    path:
+      description: The entry's path.
+      type: str
+    min_free_gb:
+      description: What the entry asks for while the path does not exist.
+      type: float
+    checked:
+      description: The path whose filesystem was measured (the nearest existing one).
+      type: str
+    exists:
+      description: Whether the path exists (then it needs nothing).
+      type: bool
+    need_gb:
+      description: GiB this entry needs.
+      type: float
+    need_gb_total:
+      description: GiB every entry on the same filesystem needs together.
+      type: float
+    free_gb:
+      description: Free GiB on that filesystem.
+      type: float
+    shared_with:
+      description: The other entries on the same filesystem.
+      type: list
+      elements: str
+    ok:
+      description: Whether the free space covers RV(disk[].need_gb_total).
+      type: bool
+    error:
+      description: Why the entry could not be measured (a path that is not absolute); empty otherwise.
+      type: str
 paths:
   description: For each of O(paths), C({exists, isdir, owner, group, mode}) (names; the mode as C("0755")).
   returned: always

@@ -48,17 +48,17 @@ def test_no_record_then_write_then_unchanged(run, tmp_path):
     assert json.loads(path.read_text()) == inputs
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
-    result, _ = run({"path": str(path), "inputs": inputs})
+    result = run({"path": str(path), "inputs": inputs})[0]
     assert result["differs"] == [] and result["record_found"] is True
     assert result["message"] == "inputs unchanged since the last run: skipped"
-    result, _ = run(write_args(path, inputs))
+    result = run(write_args(path, inputs))[0]
     assert result["changed"] is False and result["message"] == "record unchanged"
 
 
 def test_changed_inputs_are_named(run, tmp_path):
     path = tmp_path / "record.json"
     path.write_text(json.dumps({"arch_list": "12.0", "torch": "2.14.1", "old_key": 1}))
-    result, _ = run({"path": str(path), "inputs": {"arch_list": "9.0", "torch": "2.14.1", "cuda": "13.0"}})
+    result = run({"path": str(path), "inputs": {"arch_list": "9.0", "torch": "2.14.1", "cuda": "13.0"}})[0]
     assert result["differs"] == ["arch_list", "cuda"]
     assert result["message"] == "inputs changed (arch_list, cuda): running"
 
@@ -79,7 +79,7 @@ def test_check_mode_writes_nothing_and_diff_shows_the_record(run, tmp_path):
 def test_mode_change_rewrites(run, tmp_path):
     path = tmp_path / "record.json"
     run(write_args(path, {"a": 1}))
-    result, _ = run(write_args(path, {"a": 1}, mode="0600"))
+    result = run(write_args(path, {"a": 1}, mode="0600"))[0]
     assert result["changed"] is True and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
@@ -89,13 +89,13 @@ def test_trees_are_hashed_into_the_inputs(run, tmp_path):
     (src / "setup.py").write_text("print(1)\n")
     path = tmp_path / "record.json"
     args = {"path": str(path), "inputs": {"src": str(src)}, "trees": {"tree_sha256": str(src)}}
-    first, _ = run(args)
+    first = run(args)[0]
     assert len(first["current"]["tree_sha256"]) == 64
     run(write_args(path, first["current"]))
     assert run(args)[0]["differs"] == []
     (src / "setup.py").write_text("print(2)\n")
     assert run(args)[0]["differs"] == ["tree_sha256"]
-    missing, _ = run(dict(args, trees={"tree_sha256": str(tmp_path / "absent")}))
+    missing = run(dict(args, trees={"tree_sha256": str(tmp_path / "absent")}))[0]
     assert missing["current"]["tree_sha256"] == ""
 
 
