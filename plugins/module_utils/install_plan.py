@@ -59,10 +59,24 @@ def git_users(settings, items):
         reasons.append(("source", "SGLang from git (sglang_install_source: git)"))
     if settings.get("chat_template_source") == "sglang":
         reasons.append(("chat_template_source", "the chat template from the SGLang tree (sglang_install_chat_template_source: sglang)"))
-    repos = [str(item.get("name")) for item in items if "repo" in item]
+    nixl = settings.get("nixl_build")
+    repos = _names(item for item in items if "repo" in item and item is not nixl)
     if repos:
         reasons.append(("kernel_builds", "kernel builds from git (%s)" % ", ".join(repos)))
+    if any(item is nixl for item in items):
+        reasons.append(("nixl_source", "NIXL built from source against the system UCX (sglang_install_nixl_source: %s)"
+                        % settings.get("nixl_source")))
     return reasons
+
+
+def _names(items):
+    """The build items' names, each once, in order."""
+    names = []
+    for item in items:
+        name = str(item.get("name"))
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def truthy(value):
@@ -228,7 +242,7 @@ def _host_problems(host, s, facts, mode, items):
                              "set sglang_install_nixl_source to source (build against %s) or auto, or set "
                              "sglang_install_nixl_fail_on_ucx_conflict to false to accept the risk" % s.get("nixl_ucx_prefix")))
 
-    cuda_builds = [str(item.get("name")) for item in items if needs_cuda(item)]
+    cuda_builds = _names(item for item in items if needs_cuda(item))
     cuda = facts.get("cuda") or {}
     if cuda_builds and not cuda.get("nvcc"):
         found.append(problem(host, PREFIX + "cuda_home",

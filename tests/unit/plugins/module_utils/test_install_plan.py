@@ -191,6 +191,9 @@ def test_cuda_toolkit_for_cuda_builds():
     assert problem["message"] == "Kernel builds (fa) need the CUDA toolkit, and no nvcc was found in /usr/local/cuda/bin or on PATH"
     assert judge(kernel_builds=[builds[1]], facts={"cuda": {"nvcc": ""}})["problems"] == []
     assert judge(kernel_builds=[dict(builds[0], cuda="false")], facts={"cuda": {"nvcc": ""}})["problems"] == []
+    # Each build is named once.
+    twice = judge(kernel_builds=[builds[0], builds[0]], facts={"cuda": {"nvcc": ""}})
+    assert "Kernel builds (fa) need" in twice["report"]
     # auto next to a system UCX: the NIXL source build needs the toolkit too.
     assert "Kernel builds (nixl) need the CUDA toolkit" in judge(facts={"ucx": UCX, "cuda": {"nvcc": ""}})["report"]
 
@@ -204,6 +207,12 @@ def test_git_when_a_git_source_is_used(settings, variable, reason):
     problem = only(judge(settings, facts={"git": ""}))
     assert problem["variable"] == variable and reason in problem["message"]
     assert judge(settings)["problems"] == []
+
+
+def test_git_for_the_nixl_source_build_names_nixl_source():
+    problem = only(judge(facts={"ucx": UCX, "git": ""}))
+    assert problem["variable"] == "sglang_install_nixl_source"
+    assert "NIXL built from source against the system UCX (sglang_install_nixl_source: auto)" in problem["message"]
 
 
 def test_git_sources_offline():
