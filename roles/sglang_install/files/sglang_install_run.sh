@@ -13,7 +13,8 @@
 #
 # Usage: sglang_install_run.sh --wait LOG SECONDS LINES
 #   Waits at most SECONDS for LOG.rc, then prints "running N s" or "exit RC after N s" and the last
-#   LINES lines of LOG.
+#   LINES lines of LOG. Only a report: right after the start it may still see the status of the
+#   previous run, so whether the job ended is asked of Ansible (async_status).
 set -u
 
 if [[ ${1-} == --wait ]]; then

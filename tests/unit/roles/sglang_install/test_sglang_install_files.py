@@ -13,6 +13,7 @@ __metaclass__ = type
 import os
 import re
 import subprocess
+import time
 
 import yaml
 
@@ -64,8 +65,12 @@ def test_runner_removes_the_status_of_an_earlier_run(tmp_path):
     (tmp_path / "job.log.rc").write_text("0\n")
     proc = subprocess.Popen(["bash", RUNNER, str(tmp_path), str(log), "", "sleep 2"])
     try:
-        out = wait(log, seconds="1")
-        assert out.splitlines()[0].startswith("running ")
+        # Once the job has started (its log exists), the status of the earlier run is gone.
+        deadline = time.time() + 5
+        while time.time() < deadline and not (log.exists() and "pdserve job: start" in log.read_text()):
+            time.sleep(0.05)
+        assert not (tmp_path / "job.log.rc").exists()
+        assert wait(log, seconds="1").splitlines()[0].startswith("running ")
     finally:
         proc.wait()
     assert wait(log).splitlines()[0].startswith("exit 0 after ")
