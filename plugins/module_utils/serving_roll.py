@@ -144,7 +144,8 @@ def _report_line(worker, records, first, last):
     for number, record in enumerate(records):
         idle = record.get("idle") or {}
         restarted = record.get("restarted") or {}
-        prefix = "restart %d: " % (number + 1) if len(records) > 1 else ""
+        prefix = "restart %d%s: " % (number + 1, "" if record.get("ok", True) else " (failed)") \
+            if len(records) > 1 or not record.get("ok", True) else ""
         if worker.get("plain"):
             parts.append("%srestarted in place (the only %s worker), away %s"
                          % (prefix, worker["mode"], _seconds(restarted.get("restart_to_ready"))))

@@ -94,8 +94,10 @@ def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglan
     out = {'instances': seen, 'venvs': venvs, 'referenced': sorted(referenced), 'links': links,
            'free_gb': free_gb(root), 'root': root, 'versions': versions}
     if target:
-        out['target'] = {'path': target.rstrip('/'), 'exists': os.path.isfile(os.path.join(target, 'bin', 'python')),
-                         'version': installed_version(target, package)}
+        # A link (rollback.yml names <root>/previous) counts as the venv it points to.
+        path = os.path.realpath(target) if os.path.islink(target.rstrip('/')) else target.rstrip('/')
+        out['target'] = {'path': path, 'exists': os.path.isfile(os.path.join(path, 'bin', 'python')),
+                         'version': installed_version(path, package)}
     return out
 
 
@@ -116,16 +118,19 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_upgrade'):
             problems.append(problem(host, 'sglang_*_instances[%s]' % name, '%s has no PDSERVE_VENV line: it was '
                                     'written before units carried a fingerprint' % inst['env_file'],
                                     'run site.yml first (it rewrites the env files; the instances restart)'))
-    current = seen['links'].get('current') or (venvs_in_use[0] if len(venvs_in_use) == 1 else None)
-    if len(venvs_in_use) > 1:
+    # An interrupted upgrade (or rollback) leaves some instances on its target: running it again finishes it.
+    target_path = (seen.get('target') or {}).get('path') or (target.rstrip('/') if target else None)
+    others = [v for v in venvs_in_use if v != target_path]
+    current = seen['links'].get('current') or (others[0] if len(others) == 1 else None)
+    if len(others) > 1:
         problems.append(problem(host, variable, 'the instances run from different venvs: %s' % ', '.join(venvs_in_use),
-                                'finish the interrupted upgrade or roll back first (playbooks/rollback.yml), or run '
-                                'site.yml to put every instance on the inventory\'s venv'))
+                                'run site.yml to put every instance on the inventory\'s venv (each restarts), then '
+                                'upgrade again'))
     decided = {'current': current, 'previous': seen['links'].get('previous'), 'venvs_in_use': venvs_in_use,
                'current_version': seen.get('versions', {}).get(current),
                'previous_version': seen.get('versions', {}).get(seen['links'].get('previous'))}
     if target:
-        info = seen.get('target') or {'path': target, 'exists': False}
+        info = seen.get('target') or {'path': target_path, 'exists': False}
         if not info['exists'] and min_free_gb and seen['free_gb'] < float(min_free_gb):
             problems.append(problem(host, '%s_min_free_gb' % variable,
                                     '%.1f GiB free under %s, %.1f GiB wanted for the new venv %s (a full SGLang venv '
@@ -134,7 +139,7 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_upgrade'):
                                     % (', '.join(v['path'] for v in seen['venvs'] if v['path'] not in seen['referenced'])
                                        or 'none', variable)))
         decided['target'] = info
-    keep = set(p for p in (current, decided['previous'], target and target.rstrip('/')) if p)
+    keep = set(p for p in (current, decided['previous'], target_path) if p)
     decided['prunable'] = [v['path'] for v in seen['venvs'] if v['path'] not in keep and v['path'] not in seen['referenced']]
     decided['problems'] = problems
     return decided

@@ -50,7 +50,8 @@ options:
     required: true
   target:
     description:
-      - The venv an upgrade or rollback moves the instances to.
+      - The venv an upgrade or rollback moves the instances to (a link counts as the venv it names). Instances already
+        on it are an interrupted run that running it again finishes.
     type: path
   min_free_gb:
     description:
@@ -104,13 +105,18 @@ instances:
   sample: {"decode-0": {"env_file": "/etc/sglang/decode-0.env", "exists": true,
            "fingerprint": {"venv": "/opt/sglang/venv", "sglang": "0.5.23", "model": "/models/x@abc"}}}
 current:
-  description: The C(current) link's target, else the one venv the instances run from; null when neither.
+  description: The C(current) link's target, else the one venv besides O(target) the instances run from; null when neither.
   returned: always
   type: str
 previous:
   description: The C(previous) link's target (what C(playbooks/rollback.yml) returns to); null when none.
   returned: always
   type: str
+venvs_in_use:
+  description: The venvs the instances run from (more than one during an interrupted upgrade).
+  returned: always
+  type: list
+  elements: str
 current_version:
   description: The O(package) version installed in RV(current); null when unknown.
   returned: always
@@ -176,6 +182,7 @@ def main():
     result = dict(changed=False, instances=seen['instances'], venvs=seen['venvs'], free_gb=seen['free_gb'],
                   current=decided['current'], previous=decided['previous'], prunable=decided['prunable'],
                   current_version=decided['current_version'], previous_version=decided['previous_version'],
+                  venvs_in_use=decided['venvs_in_use'],
                   problems=decided['problems'], referenced=seen['referenced'])
     if 'target' in decided:
         result['target'] = decided['target']

@@ -103,3 +103,14 @@ def test_the_report_counts_requests_across_restarts():
         "served 19 requests during the roll (10 before its restart, 9 after)",
     ]
     assert "served ? requests" in roll_report(records, [], [])[0]
+
+
+def test_a_failed_switch_is_counted_as_a_restart():
+    d0 = roll_plan(stack())["workers"][2]
+    records = [[{"worker": d0, "ok": False, "idle": {"seconds": 1.0, "requests_total": 195}, "restarted": {}},
+                {"worker": d0, "ok": True, "idle": {"seconds": 1.0, "requests_total": 2},
+                 "restarted": {"restart_to_ready": 1.5}}]]
+    line, = roll_report(records, [{"results": [{"item": d0, "requests_total": 190}]}],
+                        [{"results": [{"item": d0, "requests_total": 3}]}])
+    assert "restart 1 (failed): drain 1.0 s, restart-to-ready ?, restart 2: drain 1.0 s" in line
+    assert line.endswith("served 10 requests during the roll (7 before its restarts, 3 after)")

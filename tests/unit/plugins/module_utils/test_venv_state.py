@@ -97,3 +97,18 @@ def test_instances_on_different_venvs_or_without_fingerprint(tmp_path):
 def test_venv_names():
     assert vs.venv_name("0.5.24") == "sglang-0.5.24"
     assert vs.venv_name(None, "git", "refs/heads/my patch") == "sglang-git-refs-heads-my-patch"
+
+
+def test_an_interrupted_upgrade_can_be_finished(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    new = make_venv(os.path.join(root, "sglang-0.5.24"), "0.5.24")
+    make_env(instances[1]["env_file"], new, "0.5.24")
+    decided = vs.judge("gpu", vs.observe(instances, root, units, target=new), new)
+    assert decided["problems"] == [] and decided["current"] == old and decided["venvs_in_use"] == sorted([old, new])
+
+
+def test_a_link_as_target_is_the_venv_it_names(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    os.symlink(os.path.join(root, "sglang-0.5.22"), os.path.join(root, "previous"))
+    seen = vs.observe(instances, root, units, target=os.path.join(root, "previous"))
+    assert seen["target"] == {"path": os.path.join(root, "sglang-0.5.22"), "exists": True, "version": "0.5.22"}
