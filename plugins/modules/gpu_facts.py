@@ -266,6 +266,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.pdserve.sglang.plugins.module_utils import gpu as gpu_utils
 from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
     GpuDiscovery,
     GpuDiscoveryError,
@@ -274,9 +275,9 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
     read_numa_nodes,
 )
 
-# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH.
-NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/cuda/bin"]
-NVCC_DIRS = ["/usr/local/cuda/bin"]
+# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH (one list, in module_utils).
+NVIDIA_SMI_DIRS = list(gpu_utils.NVIDIA_SMI_DIRS)
+NVCC_DIRS = list(gpu_utils.NVCC_DIRS)
 
 # Result key -> fact name.
 FACT_NAMES = (
