@@ -49,7 +49,7 @@ _PROC_VERSION_RE = re.compile(
     r"NVRM version:\s+NVIDIA UNIX\s+(?P<kind>Open Kernel Module for \S+|\S+ Kernel Module)\s+"
     r"(?P<version>\d+(?:\.\d+)+)"
 )
-_VERSION_RE = re.compile(r"^\d+(?:\.\d+)+$")
+_VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
 _UPSTREAM_RE = re.compile(r"^(?:\d+:)?(?P<upstream>\d+(?:\.\d+)+)")
 _MOKUTIL_RE = re.compile(r"SecureBoot\s+(enabled|disabled)", re.IGNORECASE)
 
@@ -382,7 +382,9 @@ class DriverStateReader(object):
                 tried.append("%s is not installed" % name)
                 continue
             rc, out, err = self.run_command([path] + args)
-            if rc != 0 or not (out or "").strip():
+            # "-- No entries --" and the like: a journal without kernel messages (a container) is no log.
+            lines = [line for line in (out or "").splitlines() if line.strip() and not line.startswith("-- ")]
+            if rc != 0 or not lines:
                 tried.append("%s returned nothing (rc=%s%s)" % (name, rc, ": " + err.strip() if (err or "").strip() else ""))
                 continue
             return {"checkable": True, "source": name, "errors": find_open_module_errors(out)}

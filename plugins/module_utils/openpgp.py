@@ -112,8 +112,3 @@ def fingerprints(text):
         raise OpenPGPError("the armored block holds no public key")
     return result
 
-
-def normalize_fingerprint(value):
-    """``"EB69 3B30 ..."`` or ``"0xeb693b30..."`` -> ``"EB693B30..."``."""
-    text = re.sub(r"\s+", "", str(value or "")).upper()
-    return text[2:] if text.startswith("0X") else text
