@@ -58,7 +58,7 @@ def distro_id(distribution, version):
     """``("Ubuntu", "24.04")`` -> ``"ubuntu2404"``, ``("Debian", "12.8")`` -> ``"debian12"``; None if unsupported."""
     version = str(version)
     if distribution == "Debian":
-        version = version.split(".")[0]
+        version = version.split(".", 1)[0]
     return SUPPORTED_DISTROS.get((distribution, version))
 
 
@@ -100,7 +100,7 @@ def version_in_pin(installed, branch, version=""):
 def cuda_major(branch, toolkit=""):
     """The CUDA major version for DCGM's package: the toolkit's when one is installed, else the branch's."""
     if toolkit:
-        return int(str(toolkit).split(".")[0])
+        return int(str(toolkit).split(".", 1)[0])
     return BRANCH_CUDA_MAJOR.get(str(branch), 13)
 
 

@@ -30,7 +30,7 @@ def _crc24(data):
     crc = 0xB704CE
     for byte in bytearray(data):
         crc ^= byte << 16
-        for _ in range(8):
+        for dummy in range(8):
             crc <<= 1
             if crc & 0x1000000:
                 crc ^= 0x1864CFB
@@ -111,4 +111,3 @@ def fingerprints(text):
     if not result:
         raise OpenPGPError("the armored block holds no public key")
     return result
-

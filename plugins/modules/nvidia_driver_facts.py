@@ -21,7 +21,7 @@ description:
   - The loaded C(nvidia) module, from C(/sys/module/nvidia/version), and its flavor (open or proprietary)
     from C(/proc/driver/nvidia/version). Which NVIDIA modules and C(nouveau) are loaded, and whether
     C(/dev/nvidia-uvm) exists.
-  - The installed driver packages (C(dpkg-query)): versions, holds, the installed driver version and flavor.
+  - The installed driver packages (C(dpkg-query)), with versions and holds, and the installed driver's version and flavor.
   - The Secure Boot state (C(mokutil --sb-state), else the SecureBoot EFI variable, else C(unknown)) and the
     files NVIDIA's C(.run) installer leaves behind.
   - Optionally this boot's kernel log (C(journalctl -k -b), else C(dmesg), or a file) for C(requires use of the
@@ -67,7 +67,7 @@ options:
     type: path
   initramfs_inputs:
     description:
-      - Files the initramfs must contain (the nouveau blacklist); RV(state.initramfs.stale) is true when the
+      - Files the initramfs must contain (the nouveau blacklist); RV(state.initramfs) says it is stale when the
         image is missing or older than one of them.
     type: list
     elements: path
@@ -221,7 +221,10 @@ problems:
   returned: always
   type: list
   elements: dict
-  sample: [{"variable": "nvidia_driver_kernel_module", "message": "GPU(s) 0000:1b:00.0 (10de:2bb5, Blackwell) need the open kernel modules", "fix": "set nvidia_driver_kernel_module: open"}]
+  sample:
+    - variable: nvidia_driver_kernel_module
+      message: GPU(s) 0000:1b:00.0 (10de:2bb5, Blackwell) need the open kernel modules
+      fix: "set nvidia_driver_kernel_module: open"
 reboot:
   description: With O(reboot_policy), C(reboot) (do it now), C(required), C(reasons) and C(message).
   returned: when O(reboot_policy) is given

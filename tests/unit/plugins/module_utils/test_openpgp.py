@@ -55,4 +55,3 @@ def test_a_damaged_key_fails_its_checksum():
 def test_unreadable_keys(text, message):
     with pytest.raises(openpgp.OpenPGPError, match=message):
         openpgp.fingerprints(text)
-
