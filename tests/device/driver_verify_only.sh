@@ -10,6 +10,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${OUT:?set OUT to the directory the results go to}"
 export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT/.cache/collections}
+# ansible-core refuses a non-UTF-8 locale; minimal VMs often set none.
+export LC_ALL=${LC_ALL:-C.UTF-8}
 export ANSIBLE_NOCOLOR=1 ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 OUT
 mkdir -p "$OUT/verify-only"
 cd "$ROOT" || exit 1
