@@ -321,10 +321,11 @@ class DriverStateReader(object):
         return {"checkable": True, "gpus": gpus, "nvswitches": switches}
 
     def kernel_module(self):
-        loaded = self.exists("sys/module/nvidia")
-        version = parse_module_version(self.read("sys/module/nvidia/version")) if loaded else None
         proc = self.read("proc/driver/nvidia/version")
         parsed = parse_proc_driver_version(proc)
+        # /proc/driver/nvidia exists only while the module is loaded (a sandbox may hide /sys/module).
+        loaded = self.exists("sys/module/nvidia") or parsed is not None
+        version = parse_module_version(self.read("sys/module/nvidia/version")) if loaded else None
         if loaded and version is None:
             self._unreadable("module_version", "%s is not readable" % self._path("sys/module/nvidia/version"))
         if loaded and parsed is None:

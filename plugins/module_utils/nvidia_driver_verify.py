@@ -90,15 +90,14 @@ def _count_checks(state, gpus, smi_ok, expected):
             "read `dmesg` for NVRM/RmInitAdapter errors on that GPU; reseat or replace it", gpu=pci["address"]))
     if not smi_ok:
         checks.append(_check("gpu_count", FAILED, "cannot count the GPUs: nvidia-smi failed", "see the nvidia_smi check"))
-    elif want is None:
-        checks.append(_check("gpu_count", OK, "%d GPU(s); no expected count is set (pdserve_expected_gpu_count)" % len(gpus)))
-    elif len(gpus) != int(want):
+    elif want is not None and len(gpus) != int(want):
         checks.append(_check(
             "gpu_count", FAILED, "expected %d GPU(s), nvidia-smi lists %d" % (int(want), len(gpus)),
             "check the inventory's pdserve_expected_gpu_count; if it is right, find the missing GPU "
             "(`lspci -d 10de:`, `dmesg`)"))
     elif not missing:
-        checks.append(_check("gpu_count", OK, "%d GPU(s), as expected" % len(gpus)))
+        checks.append(_check("gpu_count", OK, "%d GPU(s), as expected" % len(gpus) if want is not None else
+                             "%d GPU(s); no expected count is set (pdserve_expected_gpu_count)" % len(gpus)))
     return checks
 
 

@@ -303,3 +303,11 @@ def test_run_installer_files(tmp_path):
     left.write_text("log")
     reader = nd.DriverStateReader("/", FakeHost().run_command, FakeHost().which)
     assert reader.run_installer((str(left), str(tmp_path / "nvidia-uninstall"))) == [str(left)]
+
+
+def test_a_loaded_module_seen_only_in_proc(tmp_path):
+    """SYNTHETIC: a sandbox that hides /sys/module but shows /proc/driver/nvidia (there only while loaded)."""
+    root = _tree(tmp_path, {"proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04"})
+    module = nd.DriverStateReader(root, FakeHost().run_command, FakeHost().which).kernel_module()
+    assert (module["loaded"], module["version"], module["flavor"]) == (True, "580.159.04", "open")
+    assert module["loaded_modules"] == []
