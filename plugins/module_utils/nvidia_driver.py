@@ -326,13 +326,14 @@ class DriverStateReader(object):
         # /proc/driver/nvidia exists only while the module is loaded (a sandbox may hide /sys/module).
         loaded = self.exists("sys/module/nvidia") or parsed is not None
         version = parse_module_version(self.read("sys/module/nvidia/version")) if loaded else None
+        version = version or (parsed or {}).get("version")
         if loaded and version is None:
             self._unreadable("module_version", "%s is not readable" % self._path("sys/module/nvidia/version"))
         if loaded and parsed is None:
             self._unreadable("module_flavor", "%s is not readable" % self._path("proc/driver/nvidia/version"))
         return {
             "loaded": loaded,
-            "version": version or (parsed or {}).get("version"),
+            "version": version,
             "flavor": (parsed or {}).get("flavor"),
             "proc_version": (parsed or {}).get("line"),
             "loaded_modules": [name for name in KNOWN_MODULES if self.exists("sys/module/" + name)],

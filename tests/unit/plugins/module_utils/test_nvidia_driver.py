@@ -308,6 +308,7 @@ def test_run_installer_files(tmp_path):
 def test_a_loaded_module_seen_only_in_proc(tmp_path):
     """SYNTHETIC: a sandbox that hides /sys/module but shows /proc/driver/nvidia (there only while loaded)."""
     root = _tree(tmp_path, {"proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04"})
-    module = nd.DriverStateReader(root, FakeHost().run_command, FakeHost().which).kernel_module()
+    reader = nd.DriverStateReader(root, FakeHost().run_command, FakeHost().which)
+    module = reader.kernel_module()
     assert (module["loaded"], module["version"], module["flavor"]) == (True, "580.159.04", "open")
-    assert module["loaded_modules"] == []
+    assert module["loaded_modules"] == [] and reader.not_checkable == []
