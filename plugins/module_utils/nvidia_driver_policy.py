@@ -380,7 +380,7 @@ def modules_to_load(state, modules):
     module = state.get("module") or {}
     if reboot_reasons(state) or not module.get("loaded"):
         return []
-    loaded = module.get("loaded_modules") or []
+    loaded = set(module.get("loaded_modules") or []) | {"nvidia"}
     return [name for name in modules if name not in loaded]
 
 
