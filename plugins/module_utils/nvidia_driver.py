@@ -410,7 +410,12 @@ class DriverStateReader(object):
                 continue
         return {"image": image, "exists": True, "stale": bool(newer), "newer_inputs": newer}
 
-    def gather(self, kernel_log=False, kernel_log_file=None, initramfs_image=None, initramfs_inputs=None):
+    @staticmethod
+    def paths(paths):
+        """``{path: resolved target}`` of the paths that exist (a directory to create, where a link points)."""
+        return dict((path, os.path.realpath(path)) for path in paths or [] if os.path.lexists(path))
+
+    def gather(self, kernel_log=False, kernel_log_file=None, initramfs_image=None, initramfs_inputs=None, paths=None):
         pci = self.pci()
         module = self.kernel_module()
         packages = self.packages()
@@ -431,6 +436,7 @@ class DriverStateReader(object):
             "secure_boot": self.secure_boot(),
             "run_installer": self.run_installer(),
             "initramfs": self.initramfs(initramfs_image, initramfs_inputs),
+            "paths": self.paths(paths),
         }
         if kernel_log:
             facts["kernel_log"] = self.kernel_log(kernel_log_file)

@@ -72,6 +72,13 @@ options:
     type: list
     elements: path
     default: []
+  paths:
+    description:
+      - Host paths whose existence and resolved target to report in RV(state.paths) (the role's configuration
+        directories, C(/usr/local/cuda)).
+    type: list
+    elements: path
+    default: []
   settings:
     description:
       - The driver role's settings; when given, RV(problems) lists every reason to refuse to install.
@@ -207,6 +214,10 @@ state:
     initramfs:
       description: C(image), C(exists), C(stale), C(newer_inputs); C(null) without O(initramfs_image).
       type: dict
+    paths:
+      description: The paths of O(paths) that exist, each with the path it resolves to.
+      type: dict
+      sample: {"/usr/local/cuda": "/usr/local/cuda-13.0"}
     kernel_log:
       description: With O(kernel_log), C(checkable), C(source) and the C(errors) lines found.
       type: dict
@@ -255,6 +266,7 @@ def argument_spec():
         kernel_log_file=dict(type="path"),
         initramfs_image=dict(type="path"),
         initramfs_inputs=dict(type="list", elements="path", default=[]),
+        paths=dict(type="list", elements="path", default=[]),
         settings=dict(type="dict"),
         reboot_policy=dict(type="str", choices=["if_needed", "never", "always"]),
         connection=dict(type="str", default="ssh"),
@@ -271,6 +283,7 @@ def main():
         kernel_log_file=p["kernel_log_file"],
         initramfs_image=p["initramfs_image"],
         initramfs_inputs=p["initramfs_inputs"],
+        paths=p["paths"],
     )
     result = {
         "changed": False,
