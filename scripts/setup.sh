@@ -10,6 +10,8 @@
 #   podman         .cache/containers.conf (runc, ulimits this machine allows)
 #   test image     localhost/pdserve-systemd:bookworm (tests/platform/build-image.sh)
 #   wheelhouse     scripts/wheelhouse.sh, when present
+#   apt-monitoring scripts/apt-monitoring.sh: Debian's Prometheus, node exporter and Alertmanager as a
+#                  local apt repository in the machine cache, promtool/amtool unpacked from it
 #
 # Machine-level caches live in ${PDSERVE_CACHE:-/var/cache/pdserve} and survive fresh clones.
 set -euo pipefail
@@ -124,5 +126,8 @@ bash tests/platform/build-image.sh
 if [[ -f scripts/wheelhouse.sh ]]; then
   bash scripts/wheelhouse.sh
 fi
+
+# --- Debian's monitoring packages as a local repository (molecule monitoring, promtool tests) ----
+bash scripts/apt-monitoring.sh
 
 say "ready in $((SECONDS - start)) s (use: source scripts/env.sh)"
