@@ -4,7 +4,7 @@
 # and no Prometheus runs here). scripts/setup.sh calls it; safe to re-run.
 #
 #   ${PDSERVE_CACHE:-/var/cache/pdserve}/apt-monitoring/
-#     *.deb      the packages and their whole dependency closure (apt-get download), so an apt on a
+#     *.deb      the packages (and python3-apt) with their whole dependency closure (apt-get download), so an apt on a
 #                bare Debian 12 host without network can install them
 #     Packages   the index of a flat repository: deb [trusted=yes] file:<this directory> ./
 #     root/      prometheus and alertmanager unpacked (root/usr/bin/promtool, root/usr/bin/amtool)
@@ -15,9 +15,10 @@ set -euo pipefail
 
 PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 DEST=$PDSERVE_CACHE/apt-monitoring
-PACKAGES=(prometheus prometheus-node-exporter prometheus-alertmanager)
-# Debian 12's versions (the role is written for them); a stable update keeps the upstream version.
-EXPECT_UPSTREAM=(2.42.0 1.5.0 0.25.0)
+PACKAGES=(prometheus prometheus-node-exporter prometheus-alertmanager python3-apt)
+# Debian 12's versions (the role is written for them); a stable update keeps the upstream version. python3-apt:
+# Ansible's apt module needs it on the host and installs it from the same repository when missing.
+EXPECT_UPSTREAM=(2.42.0 1.5.0 0.25.0 2.6.0)
 
 say() { printf 'apt-monitoring: %s\n' "$*"; }
 die() { printf 'apt-monitoring: ERROR: %s\n' "$*" >&2; exit 1; }

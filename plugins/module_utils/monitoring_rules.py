@@ -85,7 +85,7 @@ def health_window_seconds(params):
 
 
 def _alert(name, expr, severity, summary, description, runbook, for_=None, labels=None):
-    rule = {"alert": name, "expr": expr}
+    rule = {"alert": name, "expr": " ".join(expr.split())}
     if for_ and for_ not in ("0s", "0m"):
         rule["for"] = for_
     rule["labels"] = dict({"severity": severity}, **(labels or {}))
@@ -240,7 +240,7 @@ def rule_groups(params):
             "{{ $labels.host }} reports {{ $value }} GPU(s), %d expected" % count,
             "The GPU exporter of {{ $labels.host }} lists {{ $value }} GPU(s) but the inventory expects %d "
             "(nvidia_driver_expected_gpu_count): a GPU fell off the bus or the driver lost it." % count,
-            runbook, th["gpu_missing_for"]))
+            runbook, th["gpu_missing_for"], labels={"host": host}))
     gpu.append(_alert(
         "GPUXidError",
         'DCGM_FI_DEV_XID_ERRORS{job="gpu"} > 0\nand\nchanges(DCGM_FI_DEV_XID_ERRORS{job="gpu"}[%s]) > 0'

@@ -260,3 +260,62 @@ def is_loopback(address):
 
 def is_wildcard(address):
     return str(address) in WILDCARD
+
+
+def expected_gpu_counts(topology, settings):
+    """{gpu host: GPUs expected}: ``expected_gpus[host]`` (nvidia_driver_expected_gpu_count) when given, else the
+    distinct GPUs the host's instances use, else None (no GPUMissing rule for that host)."""
+    settings = _settings(settings)
+    declared = settings.get("expected_gpus") or {}
+    out = {}
+    for host in settings["gpu_hosts"]:
+        if declared.get(host) is not None:
+            out[host] = declared[host]
+            continue
+        entry = (topology.get("hosts") or {}).get(host) or {}
+        used = set()
+        for inst in (entry.get("prefill") or []) + (entry.get("decode") or []):
+            used.update(g for g in inst.get("gpus") or [] if is_int(g))
+        out[host] = len(used) or None
+    return out
+
+
+def prometheus_config(topology, monitoring_host, settings):
+    """``(config, problems)``: the whole prometheus.yml of ``monitoring_host`` as a dict."""
+    settings = _settings(settings)
+    prom = settings["prometheus"]
+    found, problems = targets(topology, monitoring_host, settings)
+    interval = int(prom.get("scrape_interval", 15))
+    glob = {"scrape_interval": "%ds" % interval,
+            "scrape_timeout": "%ds" % min(int(prom.get("scrape_timeout", 10)), interval),
+            "evaluation_interval": "%ds" % int(prom.get("evaluation_interval", 15))}
+    if prom.get("external_labels"):
+        glob["external_labels"] = dict(prom["external_labels"])
+    config = {"global": glob, "rule_files": ["%s/*.yml" % str(prom.get("rules_dir", "/etc/prometheus/rules")).rstrip("/")]}
+    managers = []
+    alertmanager = settings["alertmanager"]
+    if alertmanager.get("enabled"):
+        managers.append(_join(local_host(alertmanager.get("host", "127.0.0.1")), alertmanager["port"]))
+    managers.extend(str(u) for u in alertmanager.get("urls") or [])
+    if managers:
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": managers}]}]}
+    config["scrape_configs"] = scrape_configs(found, settings) + list(prom.get("extra_scrape_configs") or [])
+    return config, problems
+
+
+def inventory_settings(host_vars, groups, options):
+    """The settings of the functions above from inventory data: ``host_vars`` {host: vars} of the relevant hosts,
+    ``groups`` {group: hosts}, ``options`` the role's own settings (ports, groups' names, ...)."""
+    options = dict(options or {})
+    monitoring = list((groups or {}).get(options.pop("monitoring_group", "monitoring")) or [])
+    gpu_hosts = list((groups or {}).get(options.pop("gpu_group", "gpu_hosts")) or [])
+    settings = dict(options)
+    settings["monitoring_hosts"] = monitoring
+    settings["gpu_hosts"] = gpu_hosts
+    hosts = set(monitoring) | set(gpu_hosts) | set(host_vars or {})
+    settings["addresses"] = dict((h, str((host_vars.get(h) or {}).get("ansible_host") or h)) for h in hosts)
+    settings["exporter_hosts"] = dict((h, (host_vars.get(h) or {}).get("monitoring_exporter_host"))
+                                      for h in hosts if (host_vars.get(h) or {}).get("monitoring_exporter_host"))
+    settings["expected_gpus"] = dict((h, (host_vars.get(h) or {}).get("nvidia_driver_expected_gpu_count"))
+                                     for h in gpu_hosts)
+    return settings
