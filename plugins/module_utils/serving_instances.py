@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import re
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
@@ -21,8 +22,19 @@ UNIT_PREFIX = "sglang-"
 ROUTER_UNIT = "sglang-router.service"
 # SGLang's default --disaggregation-bootstrap-port: a prefill instance without one listens there.
 DEFAULT_BOOTSTRAP_PORT = 8998
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WILDCARD = ("0.0.0.0", "::", "*", "")
+
+
+def is_loopback(host):
+    """127.0.0.0/8, ::1 or localhost: reachable only from the host itself."""
+    host = str(host or "").strip("[]")
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _INTEGER_KEYS = ("port", "bootstrap_port", "dist_init_port", "tp_size", "numa_node", "context_length")
@@ -56,6 +68,11 @@ def url_host(host):
 
 
 def _type_name(value):
+    """The YAML-level type of a value (Ansible may hand over subclasses of the builtin types)."""
+    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (dict, "mapping"),
+                       ((list, tuple), "list")):
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
 
 

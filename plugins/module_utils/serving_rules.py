@@ -64,11 +64,11 @@ def model_problems(host, model):
                                 "leave it unset to use the model's own maximum"))
     if not model.get("model_path"):
         problems.append(problem(host, "sglang_model_path", "is empty", "set it to the model directory (or hub id)"))
-    for key in ("extra_args",):
-        value = model.get(key)
-        if value is not None and not isinstance(value, list):
-            problems.append(problem(host, "sglang_model_" + key, "must be a list of strings, got %r" % (value,),
-                                    "one word per item, e.g. [--chunked-prefill-size, 8192]"))
+    value = model.get("extra_args")
+    if value is not None and (not isinstance(value, list)
+                              or any(isinstance(a, (dict, list, tuple)) or a is None for a in value)):
+        problems.append(problem(host, "sglang_model_extra_args", "must be a list of strings, got %r" % (value,),
+                                "one word per item, e.g. [--chunked-prefill-size, 8192]"))
     for key in ("env", "transfer_env"):
         value = model.get(key)
         if value is not None and not isinstance(value, dict):

@@ -14,10 +14,10 @@ __metaclass__ = type
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_instances import (
-    LOOPBACK,
     MODES,
     WILDCARD,
     host_problems,
+    is_loopback,
     instance_variable,
     is_int,
     normalize,
@@ -77,7 +77,7 @@ def _router(inventory_host, hv, address, problems):
     router["local_url"] = _url(local_host(router["host"]), router["port"])
     prom = router["prometheus_host"]
     router["prometheus_local_url"] = _url(local_host(prom), router["prometheus_port"])
-    router["prometheus_url"] = None if prom in LOOPBACK else _url(reach_host(prom, address), router["prometheus_port"])
+    router["prometheus_url"] = None if is_loopback(prom) else _url(reach_host(prom, address), router["prometheus_port"])
     return router
 
 
@@ -96,27 +96,43 @@ def _reachability_problems(hosts, workers, routers):
     decode_hosts = sorted(set(w["inventory_host"] for w in workers["decode"]))
     for kind in MODES:
         for worker in workers[kind]:
-            if worker["reach_host"] not in LOOPBACK:
-                continue
             remote_routers = [h for h in router_hosts if h != worker["inventory_host"]]
+            remote_decode = [h for h in decode_hosts if h != worker["inventory_host"]] if kind == "prefill" else []
+            if not remote_routers and not remote_decode:
+                continue
+            var = "%s.host" % instance_variable(worker)
+            if worker.get("advertise_host") and str(worker["advertise_host"]) in WILDCARD:
+                problems.append(problem(worker["inventory_host"], "%s.advertise_host" % instance_variable(worker),
+                                        "is the wildcard %r, which no other host can connect to" % worker["advertise_host"],
+                                        "advertise an address of %s that the other hosts can reach" % worker["inventory_host"]))
+                continue
+            if is_loopback(worker["host"]) and not is_loopback(worker["reach_host"]):
+                # advertise_host changes what the router is told, not where the server listens.
+                problems.append(problem(
+                    worker["inventory_host"], var,
+                    "is %s, a loopback address: %s listen there only, whatever advertise_host %s says"
+                    % (worker["host"], worker["url"], worker["reach_host"]),
+                    "bind the instance to an address of %s that %s can reach (or 0.0.0.0)"
+                    % (worker["inventory_host"], ", ".join(remote_routers + remote_decode))))
+                continue
+            if not is_loopback(worker["reach_host"]):
+                continue
             if remote_routers:
                 problems.append(problem(
-                    worker["inventory_host"], "%s.host" % instance_variable(worker),
+                    worker["inventory_host"], var,
                     "the router on %s cannot reach %s: it is served on %s, a loopback address of %s"
                     % (", ".join(remote_routers), worker["url"], worker["reach_host"], worker["inventory_host"]),
                     "set the instance's host (or sglang_server_host of %s) to an address of %s that the router host "
                     "can reach, e.g. its private address" % (worker["inventory_host"], worker["inventory_host"])))
-            if kind == "prefill":
+            if remote_decode:
                 # The router hands decode the host of the prefill URL as bootstrap_host.
-                remote_decode = [h for h in decode_hosts if h != worker["inventory_host"]]
-                if remote_decode:
-                    problems.append(problem(
-                        worker["inventory_host"], "%s.host" % instance_variable(worker),
-                        "decode servers on %s get %s:%s as the KV bootstrap address (the host of the prefill URL), "
-                        "a loopback address of %s they cannot reach"
-                        % (", ".join(remote_decode), worker["reach_host"], worker["bootstrap_port"], worker["inventory_host"]),
-                        "serve this prefill instance on an address of %s that the decode hosts can reach"
-                        % worker["inventory_host"]))
+                problems.append(problem(
+                    worker["inventory_host"], var,
+                    "decode servers on %s get %s:%s as the KV bootstrap address (the host of the prefill URL), "
+                    "a loopback address of %s they cannot reach"
+                    % (", ".join(remote_decode), worker["reach_host"], worker["bootstrap_port"], worker["inventory_host"]),
+                    "serve this prefill instance on an address of %s that the decode hosts can reach"
+                    % worker["inventory_host"]))
     seen = {}
     for kind in MODES:
         for worker in workers[kind]:
@@ -147,6 +163,7 @@ def build_topology(host_vars, groups, group_names=None):
     hosts = {}
     problems = []
     workers = {"prefill": [], "decode": []}
+    declared = {"prefill": False, "decode": False}
     routers = []
     for name in ordered:
         hv = host_vars.get(name) or {}
@@ -158,7 +175,9 @@ def build_topology(host_vars, groups, group_names=None):
         for mode in MODES:
             if name not in members[mode]:
                 continue
-            instances, found = normalize(hv.get("sglang_%s_instances" % mode), mode, name, server_host, metrics)
+            raw = hv.get("sglang_%s_instances" % mode)
+            declared[mode] = declared[mode] or (isinstance(raw, (list, tuple)) and len(raw) > 0)
+            instances, found = normalize(raw, mode, name, server_host, metrics)
             problems.extend(found)
             for inst in instances:
                 if is_int(inst.get("port")):
@@ -175,7 +194,8 @@ def build_topology(host_vars, groups, group_names=None):
 
     for router in routers:
         for mode in MODES:
-            if not workers[mode]:
+            # Declared but all malformed: the shape problems already say what to fix.
+            if not workers[mode] and not declared[mode]:
                 problems.append(problem(router["inventory_host"], "sglang_%s_instances" % mode,
                                         "the router has no %s worker: no host of group %s defines sglang_%s_instances"
                                         % (mode, names[mode], mode), "add one to the inventory"))

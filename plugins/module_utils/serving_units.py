@@ -12,12 +12,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import (
     ROUTER_API_KEY_ENV,
     router_args,
     server_args,
 )
 
+# Flags and paths are written bare for readability; anything else is quoted.
+_BARE_WORD = re.compile(r"^(--?[A-Za-z0-9]|/)[A-Za-z0-9_.,:/=+-]*$")
 HEADER = "# Ansible managed (pdserve.sglang): local changes are overwritten on the next run."
 SERVER_MARKER = "# pdserve.sglang.sglang_server mode=%s"
 ROUTER_MARKER = "# pdserve.sglang.sglang_router"
@@ -47,7 +51,10 @@ def exec_start(first, lines):
     head = [first[0]] + [systemd_quote(word) for word in first[1:]]
     rows = ["ExecStart=" + " ".join(head)]
     for line in lines:
-        words = [str(line[0])]
+        flag = str(line[0])
+        # Quoted when extra_args made it a --flag=value word that systemd would split, expand ($) or
+        # read as a specifier (%).
+        words = [flag if _BARE_WORD.match(flag) else systemd_quote(flag)]
         for value in line[1:]:
             text = str(value)
             # ${VAR} is systemd's own expansion (the router's API key from its env file): keep it.

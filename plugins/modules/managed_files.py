@@ -165,9 +165,10 @@ def _write(module, item):
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".pdserve-")
     with os.fdopen(fd, "wb") as handle:
         handle.write(item["content"].encode("utf-8"))
-    os.chmod(tmp, int(item["mode"], 8))
-    os.chown(tmp, pwd.getpwnam(item["owner"]).pw_uid, grp.getgrnam(item["group"]).gr_gid)
     module.atomic_move(tmp, item["path"])
+    # atomic_move gives the file the old file's (or the umask's) attributes: set ours afterwards.
+    os.chmod(item["path"], int(item["mode"], 8))
+    os.chown(item["path"], pwd.getpwnam(item["owner"]).pw_uid, grp.getgrnam(item["group"]).gr_gid)
 
 
 def _stale(prunes, wanted):

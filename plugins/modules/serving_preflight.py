@@ -18,9 +18,9 @@ description:
     to the host, the model and template paths, C(numactl), C(/dev/nvidia-uvm), free disk) and judges the host's
     part of the whole serving topology against it.
   - The topology (every host's prefill and decode instances, routers and addresses) comes from the filter
-    P(pdserve.sglang.serving_topology#filter) on the controller, so cross-host questions are answered too: a worker the
+    P(pdserve.sglang.serving_topology#filter) on the controller, so cross-host questions are answered too (a worker the
     router on another host must reach, or a prefill bootstrap address the decode hosts must reach, may be
-    neither loopback nor wildcard. Such a problem is reported by the host whose variable must change.
+    neither loopback nor wildcard). Such a problem is reported by the host whose variable must change.
   - Returns every problem as C({host, variable, message, fix}) and fails listing all of them. Changes nothing.
   - With O(sysfs_root) pointing at recorded data (not C(/)), the host is judged from that record, for example to
     plan a layout for a host you do not have yet; the checks that need the real host (listening sockets, bind
@@ -120,7 +120,7 @@ options:
   sysfs_root:
     description:
       - Directory under which C(sys/bus/pci/devices) and C(sys/devices/system/node) are read. Anything but C(/) means
-        recorded data: the checks that need the real host are skipped.
+        recorded data, and the checks that need the real host are skipped.
     type: path
     default: /
   nvidia_smi_path:
@@ -173,7 +173,7 @@ problems:
       message: is 0 but GPU 4 is attached to NUMA node 1
       fix: set numa_node to 1 or move the instance to GPUs of node 0
 problem_lines:
-  description: The problems as readable lines (C(host H: VARIABLE: message; fix)).
+  description: The problems as readable lines, C(host H) then the variable, the message and the fix.
   returned: always
   type: list
   elements: str

@@ -23,8 +23,8 @@ description:
     and the model, GPU, memory and port checks done at start-up).
   - Importing the parser needs SGLang with its import-time dependencies, torch included (a CPU build is
     enough). Expect 5 to 20 seconds for the import.
-  - With O(parser=router), the same for C(sglang_router.launch_router) command lines: the installed
-    sglang-router's C(RouterArgs.add_cli_args), then C(RouterArgs.from_cli_args) and its own validation,
+  - With O(parser=router), the same for C(sglang_router.launch_router) command lines, using the installed
+    router's C(RouterArgs.add_cli_args), then C(RouterArgs.from_cli_args) and its own validation,
     which parse the C(--prefill URL [BOOTSTRAP_PORT]) and C(--decode URL) lists. Importing it takes about a second.
 author:
   - pdserve.sglang developers (@pdserve)
