@@ -21,6 +21,7 @@ OPTION_DEFAULTS = {
     "grafana_admin_password_set": False,
     "grafana_deb_file": "",
     "own_units": [],
+    "own_uids": [],
 }
 
 
@@ -43,7 +44,7 @@ def wanted_ports(topology, host, settings, options):
     return ports
 
 
-def _listener_problems(host, ports, listeners, own_units):
+def _listener_problems(host, ports, listeners, own_units, own_uids):
     problems = []
     wanted = dict(ports)
     for sock in listeners or []:
@@ -52,6 +53,9 @@ def _listener_problems(host, ports, listeners, own_units):
         owners = sock.get("owners") or []
         foreign = [o for o in owners if o.get("unit") not in own_units]
         if owners and not foreign:
+            continue
+        # /proc does not show the owner (a container without CAP_SYS_PTRACE): the service user tells
+        if not owners and sock.get("uid") in own_uids:
             continue
         if foreign:
             who = ", ".join("pid %s (%s)" % (o.get("pid"), o.get("unit") if o.get("unit") != "none"
@@ -105,5 +109,6 @@ def judge(host, topology, settings, options=None, observed=None, rule_params=Non
     problems.extend(_option_problems(host, settings, options, rule_params))
     if observed and observed.get("listeners") is not None:
         problems.extend(_listener_problems(host, wanted_ports(topology, host, settings, options),
-                                           observed["listeners"], set(options["own_units"])))
+                                           observed["listeners"], set(options["own_units"]),
+                                           set(options["own_uids"])))
     return unique(problems)

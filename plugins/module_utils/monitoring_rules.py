@@ -298,9 +298,12 @@ def rule_groups(params):
     ]
 
 
+RULE_FILE = "pdserve.rules.yml"
+
+
 def rule_files(params):
-    """{file name: {"groups": [group]}} for the rules directory."""
-    return dict(("%s.rules.yml" % stem, {"groups": [group]}) for stem, group in rule_groups(params))
+    """{file name: content} for the rules directory: one file with every group (one validated write)."""
+    return {RULE_FILE: {"groups": [group for dummy_stem, group in rule_groups(params)]}}
 
 
 def alert_names(params):

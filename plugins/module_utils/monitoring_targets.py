@@ -16,11 +16,10 @@ __metaclass__ = type
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_instances import (
-    LOOPBACK,
-    WILDCARD,
     host_ports,
     instance_variable,
     is_int,
+    is_loopback,
     url_host,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import local_host, reach_host
@@ -99,7 +98,7 @@ def _endpoint(bind, address, port, same_host):
     if same_host:
         return _join(local_host(bind), port), True
     reach = reach_host(bind, address)
-    return _join(reach, port), reach not in LOOPBACK
+    return _join(reach, port), not is_loopback(reach)
 
 
 def _strip(url):
@@ -130,7 +129,7 @@ def targets(topology, monitoring_host, settings=None):
                 url = inst.get("local_url") if same else inst.get("url")
                 if not url:
                     continue  # a malformed port: the serving preflight reports it
-                if not same and inst.get("reach_host") in LOOPBACK:
+                if not same and is_loopback(inst.get("reach_host")):
                     problems.append(problem(
                         inv_host, "%s.host" % instance_variable(inst),
                         "Prometheus on %s cannot scrape %s: it is served on %s, a loopback address of %s"
@@ -252,14 +251,6 @@ def layout_problems(topology, settings=None):
             seen.add(key)
             unique.append(item)
     return unique
-
-
-def is_loopback(address):
-    return str(address) in LOOPBACK
-
-
-def is_wildcard(address):
-    return str(address) in WILDCARD
 
 
 def expected_gpu_counts(topology, settings):

@@ -55,7 +55,8 @@ options:
     description:
       - The role's install choices (C(prometheus_install), C(package_source), C(deb_files), C(gpu_exporter_source),
         C(gpu_exporter_deb_files), C(grafana_source), C(grafana_admin_password_set), C(grafana_deb_file)) and
-        C(own_units), the systemd units whose sockets count as the role's own.
+        C(own_units), the systemd units whose sockets count as the role's own, and C(own_users), the service users
+        whose sockets count as the role's own when C(/proc) does not show a socket's process.
     type: dict
     default: {}
   rules:
@@ -111,9 +112,21 @@ ports:
   sample: [{"port": 9100, "variable": "monitoring_node_exporter_port"}]
 """
 
+import pwd
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils import host_observe, monitoring_checks
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
+
+
+def _uids(users):
+    uids = []
+    for user in users:
+        try:
+            uids.append(pwd.getpwnam(user).pw_uid)
+        except KeyError:
+            pass
+    return uids
 
 
 def run_module():
@@ -131,9 +144,11 @@ def run_module():
         if key not in params["topology"]:
             module.fail_json(msg="topology has no %r: pass the result of the pdserve.sglang.serving_topology filter" % key)
     observed = {"listeners": host_observe.listeners() if params["check_ports"] else None}
-    problems = monitoring_checks.judge(params["host"], params["topology"], params["settings"], params["options"],
+    options = dict(params["options"])
+    options["own_uids"] = _uids(options.pop("own_users", []) or [])
+    problems = monitoring_checks.judge(params["host"], params["topology"], params["settings"], options,
                                        observed, params["rules"])
-    ports = monitoring_checks.wanted_ports(params["topology"], params["host"], params["settings"], params["options"])
+    ports = monitoring_checks.wanted_ports(params["topology"], params["host"], params["settings"], options)
     result = dict(changed=False, problems=problems, problem_lines=[line(p) for p in problems],
                   ports=[{"port": p, "variable": v} for p, v in ports])
     if problems and params["fail_on_problems"]:

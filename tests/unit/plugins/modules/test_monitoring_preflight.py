@@ -85,6 +85,15 @@ def test_foreign_listener_on_a_monitoring_port():
     assert [p["variable"] for p in problems] == ["monitoring_node_exporter_port", "monitoring_gpu_exporter_port"]
 
 
+def test_socket_of_unknown_process_is_ours_when_the_service_user_holds_it():
+    hidden = {"address": "127.0.0.1", "port": 9100, "uid": 101, "owners": []}
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"own_uids": [101]}, {"listeners": [hidden]})
+    assert problems == []
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"own_uids": [0]}, {"listeners": [hidden]})
+    assert [p["message"] for p in problems] == [
+        "wants port 9100 but 127.0.0.1:9100 is already held by a process of uid 101"]
+
+
 def test_bad_threshold_is_a_problem_of_the_monitoring_host():
     rules = {"runbook_url": "https://x", "scrape_interval": 15, "router_health_check_interval": 60,
              "health_window_intervals": 3, "thresholds": {"server_down_for": "ten minutes"}}
