@@ -87,3 +87,12 @@ def test_local_has_no_gpu_job(rendered):
     dummy_path, config = _config(rendered, "local", "pdserve-local")
     assert "gpu" not in [sc["job_name"] for sc in config["scrape_configs"]]
     assert _targets(config, "sglang-decode") == ["127.0.0.1:30002"]
+
+
+def test_alertmanager_default_config_passes_amtool(tmp_path, amtool):
+    with open(os.path.join(ROOT, "roles", "monitoring", "defaults", "main.yml"), encoding="utf-8") as handle:
+        config = yaml.safe_load(handle)["monitoring_alertmanager_config"]
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(config))
+    result = amtool("check-config", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
