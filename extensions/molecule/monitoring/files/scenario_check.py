@@ -169,6 +169,29 @@ def last_reload(args):
     return (found[0]["value"][1] if found else None), bool(found)
 
 
+def everything(args):
+    """The in-container checks in order, in one round trip: traffic and faults, counters, panels, names, alerts."""
+    out = {}
+    steps = [
+        ("traffic", traffic, dict(router=args.router, prefill=args.prefill, decode=args.decode, requests=args.requests,
+                                  concurrency=4, seconds=90)),
+        ("counters", counters, dict(prometheus=args.prometheus, timeout=30)),
+        ("panels", panels, dict(prometheus=args.prometheus, dashboards=args.dashboards, no_data=args.no_data, timeout=30)),
+        ("node_names", names, dict(url="http://127.0.0.1:9100/metrics", prefix="node", sources=args.sources,
+                                   output=os.path.join(args.scrapes, "node.txt"))),
+        ("prometheus_names", names, dict(url=args.prometheus + "/metrics", prefix="prometheus", sources=args.sources,
+                                         output=os.path.join(args.scrapes, "prometheus.txt"))),
+        ("alerts", alerts, dict(prometheus=args.prometheus, unit=args.unit, timeout=90, expect=args.expect)),
+    ]
+    for name, step, kwargs in steps:
+        started = time.monotonic()
+        result, good = step(argparse.Namespace(**kwargs))
+        out[name] = {"ok": good, "seconds": round(time.monotonic() - started, 1), "result": result}
+        if not good:
+            return out, False
+    return out, True
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -197,10 +220,24 @@ def main(argv=None):
     p.add_argument("--unit", required=True)
     p.add_argument("--timeout", type=float, default=90)
     p.add_argument("expect", nargs="+", help='label selectors of ALERTS, e.g. alertname="SGLangServerDown"')
+    p = sub.add_parser("all")
+    p.add_argument("--router", required=True)
+    p.add_argument("--prefill", required=True)
+    p.add_argument("--decode", required=True)
+    p.add_argument("--requests", type=int, default=24)
+    p.add_argument("--prometheus", required=True)
+    p.add_argument("--dashboards", required=True)
+    p.add_argument("--no-data", required=True)
+    p.add_argument("--scrapes", required=True)
+    p.add_argument("--unit", required=True)
+    p.add_argument("--rules", required=True)
+    p.add_argument("expect", nargs="+")
     p = sub.add_parser("last-reload")
     p.add_argument("--prometheus", default="http://127.0.0.1:9090")
     args = parser.parse_args(argv)
-    out, good = {"last-reload": last_reload, "traffic": traffic, "counters": counters, "panels": panels, "names": names,
+    if args.command == "all":
+        args.sources = [args.dashboards, args.rules]
+    out, good = {"all": everything, "last-reload": last_reload, "traffic": traffic, "counters": counters, "panels": panels, "names": names,
                  "alerts": alerts}[args.command](args)
     print(out if isinstance(out, str) else json.dumps(out, indent=1, sort_keys=True))
     return 0 if good else 1
