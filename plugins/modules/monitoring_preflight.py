@@ -47,8 +47,8 @@ options:
     required: true
   settings:
     description:
-      - The monitoring settings of the inventory (filter C(pdserve.sglang.monitoring_settings)): monitoring and GPU hosts,
-        addresses, exporter bind addresses, ports.
+      - The monitoring settings of the inventory, from the filter C(pdserve.sglang.monitoring_settings). Monitoring and
+        GPU hosts, addresses, exporter bind addresses, ports.
     type: dict
     required: true
   options:
@@ -100,7 +100,7 @@ problems:
       message: "Prometheus on router-1 cannot scrape http://127.0.0.1:30002/metrics: it is served on 127.0.0.1, a loopback address of gpu-decode-1"
       fix: bind the instance to an address of gpu-decode-1 that router-1 can reach (its host, or sglang_server_host of gpu-decode-1), or run Prometheus on gpu-decode-1
 problem_lines:
-  description: The problems as readable lines (C(host H: VARIABLE: message; fix)).
+  description: "The problems as readable lines (C(host H: VARIABLE: message; fix))."
   returned: always
   type: list
   elements: str

@@ -16,9 +16,9 @@ description:
   - Probes a Prometheus (C(/-/ready), C(/api/v1/targets), C(/api/v1/rules), C(/api/v1/query)) until it is ready,
     every expected target is C(up), every rule is healthy (C(ok)) and no series is stored under an C(sglang_) name,
     or until O(timeout).
-  - The C(sglang_) check proves the name fix of the SGLang scrape jobs: Prometheus 2.x negotiates a format in which
-    SGLang's C(prometheus_client) writes C(sglang_) for C(sglang:) in sample names. When SGLang jobs are expected,
-    C(sglang:*) series must also be present.
+  - The C(sglang_) check proves the name fix of the SGLang scrape jobs. Prometheus 2.x negotiates a format in which
+    the C(prometheus_client) of SGLang writes C(sglang_) for C(sglang:) in sample names. When SGLang jobs are
+    expected, C(sglang:*) series must also be present.
   - On timeout it fails naming every target that is not up (with Prometheus' last scrape error), every rule that is
     not healthy and the C(sglang_) names found.
 author:
