@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Generate the monitoring role's Grafana dashboards with grafana-foundation-sdk (Grafana's typed builders).
@@ -242,8 +241,8 @@ def router():
               mappings=state_mappings([(0, "unhealthy", "red"), (1, "healthy", "green")])),
             P("Circuit breaker state", "none", [("smg_worker_cb_state{%s}" % r, "{{worker}}")],
               "smg_worker_cb_state. A failing decode opens the breaker of both the prefill and the decode worker.",
-              kind="state", mappings=state_mappings([(0, "closed", "green"), (1, "open", "red"),
-                                                      (2, "half-open", "orange")])),
+              kind="state",
+              mappings=state_mappings([(0, "closed", "green"), (1, "open", "red"), (2, "half-open", "orange")])),
             P("Health checks by worker type", "ops",
               [("sum by (worker_type, result) (rate(smg_worker_health_checks_total{%s}[%s]))" % (r, RATE),
                 "{{worker_type}} {{result}}")],

@@ -174,9 +174,8 @@ def targets(topology, monitoring_host, settings=None):
     found.append({"job": "prometheus", "address": _join(local_host(prom["host"]), prom["port"]),
                   "labels": {"host": monitoring_host, "role": "prometheus"}})
     if settings["alertmanager"].get("enabled"):
-        found.append({"job": "alertmanager", "address": _join(local_host(settings["alertmanager"].get("host",
-                                                                                                  "127.0.0.1")),
-                                                              settings["alertmanager"]["port"]),
+        manager = settings["alertmanager"]
+        found.append({"job": "alertmanager", "address": _join(local_host(manager.get("host", "127.0.0.1")), manager["port"]),
                       "labels": {"host": monitoring_host, "role": "alertmanager"}})
     return found, problems
 

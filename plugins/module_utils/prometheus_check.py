@@ -96,10 +96,10 @@ class PrometheusCheck(object):
         return answer.json() if answer.ok else None, answer
 
     def once(self):
+        sglang_jobs = [t for t in self.expected if t.get("job") in ("sglang-prefill", "sglang-decode")]
         state = {"url": self.url, "ready": False, "up": [], "down": [], "missing": [], "rules_total": 0,
                  "rules_bad": [], "sglang_underscore_names": [], "sglang_colon_series": 0,
-                 "expect_colon": self.check_names and any(t.get("job", "").startswith("sglang-") and t.get("job") !=
-                                                         "sglang-router" for t in self.expected)}
+                 "expect_colon": bool(self.check_names and sglang_jobs)}
         answer = self.client.get(join_url(self.url, "/-/ready"))
         state["last_status"] = answer.summary("/-/ready")
         if not answer.ok:

@@ -98,7 +98,9 @@ problems:
     - host: gpu-decode-1
       variable: sglang_decode_instances[decode-0].host
       message: "Prometheus on router-1 cannot scrape http://127.0.0.1:30002/metrics: it is served on 127.0.0.1, a loopback address of gpu-decode-1"
-      fix: bind the instance to an address of gpu-decode-1 that router-1 can reach (its host, or sglang_server_host of gpu-decode-1), or run Prometheus on gpu-decode-1
+      fix: >-
+        bind the instance to an address of gpu-decode-1 that router-1 can reach (its host, or sglang_server_host of
+        gpu-decode-1), or run Prometheus on gpu-decode-1
 problem_lines:
   description: "The problems as readable lines (C(host H: VARIABLE: message; fix))."
   returned: always

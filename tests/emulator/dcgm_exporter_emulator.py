@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """EMULATED GPU exporter: a stand-in for NVIDIA's dcgm-exporter (4.5.3-4.8.2) on a machine without GPUs.
 
     python3 dcgm_exporter_emulator.py -f COUNTERS.csv --capture nvidia-smi-q.xml -a 127.0.0.1:9400

@@ -85,8 +85,8 @@ def test_running_reqs_cover_the_whole_request(slow, stream):
 
 
 def test_no_failure_counters_before_a_failure(good):
-    status, dummy_payload, dummy_headers = stack.post_json(good.router_url + "/v1/chat/completions",
-                                                          chat_body(good.model))
+    status, dummy_payload, dummy_headers = stack.post_json(
+        good.router_url + "/v1/chat/completions", chat_body(good.model))
     assert status == 200
     for server in (good.prefill, good.decode):
         for name in FAILURES:
@@ -103,8 +103,8 @@ def test_injected_failure_is_counted_on_both_sides(good, side, fault):
     status, payload, dummy_headers = stack.post_json(server.url + "/emulator/faults", {fault: 1})
     assert status == 200 and payload["pending"][fault] == 1, payload
     # the router retries the 500 with a new bootstrap room: the client still gets its answer
-    status, payload, dummy_headers = stack.post_json(good.router_url + "/v1/chat/completions",
-                                                    chat_body(good.model))
+    status, payload, dummy_headers = stack.post_json(
+        good.router_url + "/v1/chat/completions", chat_body(good.model))
     assert status == 200, payload
     assert payload["choices"][0]["message"]["content"] == "391"
     counter = COUNTER_OF[fault]

@@ -433,7 +433,8 @@ class Server:
         elapsed = max(1e-3, now - self._window_start)
         m.set("sglang:gen_throughput", self._generated_tokens / elapsed)
         self._recent.append((cached, prompt_tokens))
-        m.set("sglang:cache_hit_rate", sum(c for c, _ in self._recent) / float(sum(p for _, p in self._recent)))
+        cached_sum = sum(item[0] for item in self._recent)
+        m.set("sglang:cache_hit_rate", cached_sum / float(sum(item[1] for item in self._recent)))
 
 
 def create_app(server):

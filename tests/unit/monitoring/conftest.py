@@ -11,8 +11,6 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 CACHE = os.environ.get("PDSERVE_CACHE", "/var/cache/pdserve")
 APT_ROOT = os.path.join(CACHE, "apt-monitoring", "root", "usr", "bin")
 

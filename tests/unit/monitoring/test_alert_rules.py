@@ -15,7 +15,7 @@ import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils import monitoring_rules as mr
 
-from conftest import FIXTURES, ROOT
+from monitoring_paths import FIXTURES, ROOT
 
 TEST_FILE = os.path.join(FIXTURES, "monitoring", "alerts.test.yml")
 PARAMS = {"runbook_url": "https://runbook.example/docs/runbook.md", "scrape_interval": 15,
@@ -27,8 +27,8 @@ def _dump(data, path):
         yaml.safe_dump(data, handle, sort_keys=False, width=200)
 
 
-def _groups(params=PARAMS):
-    return [group for dummy, group in mr.rule_groups(params)]
+def _groups(params=None):
+    return [group for dummy, group in mr.rule_groups(params or PARAMS)]
 
 
 def test_rule_files_pass_promtool_check(tmp_path, promtool):

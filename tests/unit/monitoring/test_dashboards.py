@@ -14,7 +14,7 @@ import os
 import pytest
 
 import metric_names
-from conftest import FIXTURES, ROOT
+from monitoring_paths import FIXTURES, ROOT
 
 from ansible_collections.pdserve.sglang.plugins.module_utils import monitoring_rules as mr
 

@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT
+from monitoring_paths import ROOT
 
 INVENTORIES = sorted(p for p in os.listdir(os.path.join(ROOT, "inventories"))
                      if os.path.isdir(os.path.join(ROOT, "inventories", p)))
