@@ -9,6 +9,7 @@
 #                  .cache/collections/ansible_collections/pdserve/sglang -> the repository root
 #   podman         .cache/containers.conf (runc, ulimits this machine allows)
 #   test image     localhost/pdserve-systemd:bookworm (tests/platform/build-image.sh)
+#   apt repos      signed local apt repositories of the nvidia_driver scenario (tests/platform/apt_driver_repo.py)
 #   wheelhouse     scripts/wheelhouse.sh, when present
 #   apt-monitoring scripts/apt-monitoring.sh: Debian's Prometheus, node exporter and Alertmanager as a
 #                  local apt repository in the machine cache, promtool/amtool unpacked from it
@@ -22,7 +23,7 @@ PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 ANSIBLE_BUNDLE_VERSION=12.3.0
 BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
 APT_PACKAGES=(shellcheck podman runc netavark aardvark-dns debootstrap numactl rsync git ca-certificates
-  python3 python3-venv)
+  python3 python3-venv dpkg-dev gnupg debian-archive-keyring)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -121,6 +122,9 @@ else
 fi
 export CONTAINERS_CONF=$ROOT/.cache/containers.conf PDSERVE_CACHE
 bash tests/platform/build-image.sh
+
+# --- signed local apt repositories for the nvidia_driver scenario (stand-in driver packages) ------
+python3 tests/platform/apt_driver_repo.py
 
 # --- wheelhouse for containers and air-gapped hosts ---------------------------------------------
 if [[ -f scripts/wheelhouse.sh ]]; then

@@ -26,7 +26,8 @@ def monitoring_settings(hostvars, groups, options):
         except KeyError:
             hv = {}
         host_vars[host] = dict((k, hv.get(k)) for k in ("ansible_host", "monitoring_exporter_host",
-                                                        "nvidia_driver_expected_gpu_count") if hv.get(k) is not None)
+                                                        "pdserve_expected_gpu_count", "nvidia_driver_expected_gpu_count")
+                               if hv.get(k) is not None)
     settings = monitoring_targets.inventory_settings(host_vars, groups, options)
     return settings
 

@@ -239,7 +239,7 @@ def rule_groups(params):
             "critical",
             "{{ $labels.host }} reports {{ $value }} GPU(s), %d expected" % count,
             "The GPU exporter of {{ $labels.host }} lists {{ $value }} GPU(s) but the inventory expects %d "
-            "(nvidia_driver_expected_gpu_count): a GPU fell off the bus or the driver lost it." % count,
+            "(pdserve_expected_gpu_count): a GPU fell off the bus or the driver lost it." % count,
             runbook, th["gpu_missing_for"], labels={"host": host}))
     gpu.append(_alert(
         "GPUXidError",

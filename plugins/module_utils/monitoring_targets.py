@@ -253,7 +253,7 @@ def layout_problems(topology, settings=None):
 
 
 def expected_gpu_counts(topology, settings):
-    """{gpu host: GPUs expected}: ``expected_gpus[host]`` (nvidia_driver_expected_gpu_count) when given, else the
+    """{gpu host: GPUs expected}: ``expected_gpus[host]`` (pdserve_expected_gpu_count) when given, else the
     distinct GPUs the host's instances use, else None (no GPUMissing rule for that host)."""
     settings = _settings(settings)
     declared = settings.get("expected_gpus") or {}
@@ -293,6 +293,13 @@ def prometheus_config(topology, monitoring_host, settings):
     return config, problems
 
 
+def _first_set(values, *names):
+    for name in names:
+        if values.get(name) not in (None, ""):
+            return values[name]
+    return None
+
+
 def inventory_settings(host_vars, groups, options):
     """The settings of the functions above from inventory data: ``host_vars`` {host: vars} of the relevant hosts,
     ``groups`` {group: hosts}, ``options`` the role's own settings (ports, groups' names, ...)."""
@@ -306,6 +313,9 @@ def inventory_settings(host_vars, groups, options):
     settings["addresses"] = dict((h, str((host_vars.get(h) or {}).get("ansible_host") or h)) for h in hosts)
     settings["exporter_hosts"] = dict((h, (host_vars.get(h) or {}).get("monitoring_exporter_host"))
                                       for h in hosts if (host_vars.get(h) or {}).get("monitoring_exporter_host"))
-    settings["expected_gpus"] = dict((h, (host_vars.get(h) or {}).get("nvidia_driver_expected_gpu_count"))
-                                     for h in gpu_hosts)
+    # The count the driver layer verifies: the inventory's shared pdserve_expected_gpu_count, or the driver role's
+    # own variable when the inventory sets it for a host.
+    settings["expected_gpus"] = dict(
+        (h, _first_set(host_vars.get(h) or {}, "nvidia_driver_expected_gpu_count", "pdserve_expected_gpu_count"))
+        for h in gpu_hosts)
     return settings

@@ -166,3 +166,16 @@ def test_hand_made_topology_per_the_contract():
     assert problems == []
     assert addresses(found, "sglang-decode") == ["[fd00::2]:30002"]
     assert addresses(found, "node") == ["127.0.0.1:9100", "[fd00::2]:9100"]
+
+
+def test_inventory_settings_read_the_driver_layers_expected_gpu_count():
+    host_vars = {"g1": {"ansible_host": "10.0.0.1", "pdserve_expected_gpu_count": 8},
+                 "g2": {"pdserve_expected_gpu_count": 8, "nvidia_driver_expected_gpu_count": 4},
+                 "g3": {"monitoring_exporter_host": "192.168.1.3"}}
+    settings = mt.inventory_settings(host_vars, {"monitoring": ["g1"], "gpu_hosts": ["g1", "g2", "g3"]},
+                                     {"monitoring_group": "monitoring", "gpu_group": "gpu_hosts"})
+    assert settings["expected_gpus"] == {"g1": 8, "g2": 4, "g3": None}
+    assert settings["addresses"]["g1"] == "10.0.0.1" and settings["addresses"]["g3"] == "g3"
+    assert settings["exporter_hosts"] == {"g3": "192.168.1.3"}
+    topo = build_topology({}, {})
+    assert mt.expected_gpu_counts(topo, settings) == {"g1": 8, "g2": 4, "g3": None}
