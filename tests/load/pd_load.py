@@ -7,7 +7,8 @@ one task per client, no thread per request) until the duration or the request co
 up. Each request is recorded: start and end (epoch seconds, so events on other hosts of the
 same clock line up), HTTP status, whether a stream ended with ``data: [DONE]``, and the failure
 class. Optionally the router's ``GET /workers`` is polled meanwhile, so the report can say
-when the router marked a worker down and up again.
+when the router marked a worker down and up again. ``duration`` bounds the run; a test that
+knows when it has seen enough ends it early with ``stop_file``.
 
 A request fails when (class in brackets):
   - no answer: connection refused or reset before the status line [connect], the client's own
@@ -61,6 +62,7 @@ class LoadConfig:
     watch_workers: bool = False
     watch_interval: float = 0.2
     seed: int = 0
+    stop_file: str = ""      # the load ends early once this file exists (a test's "stop now")
 
 
 @dataclasses.dataclass
@@ -185,6 +187,8 @@ async def _client(client, config, state, session, headers):
         if config.duration and now >= state["deadline"]:
             return
         if config.requests and state["sent"] >= config.requests:
+            return
+        if config.stop_file and os.path.exists(config.stop_file):
             return
         index = state["sent"]
         state["sent"] += 1
@@ -355,6 +359,7 @@ def parse_args(argv=None):
     parser.add_argument("--api-key-env", default="", help="name of an environment variable holding the API key")
     parser.add_argument("--watch-workers", action="store_true", help="poll GET /workers and report health changes")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stop-file", default="", help="end the load early once this file exists")
     parser.add_argument("--json", dest="json_path", default="", help="write config, records, events and summary here")
     parser.add_argument("--max-failures", type=int, default=None,
                         help="exit 1 when more requests than this failed (default: report only)")
@@ -367,11 +372,13 @@ def main(argv=None):
                         concurrency=args.concurrency, stream_ratio=args.stream_ratio,
                         max_tokens=args.max_tokens, thinking=not args.no_thinking, timeout=args.timeout,
                         api_key=os.environ.get(args.api_key_env, "") if args.api_key_env else "",
-                        watch_workers=args.watch_workers, seed=args.seed)
+                        watch_workers=args.watch_workers, seed=args.seed, stop_file=args.stop_file)
     result = asyncio.run(run_load(config))
     if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as handle:
+        # Whole or not at all: a reader never sees half a file.
+        with open(args.json_path + ".partial", "w", encoding="utf-8") as handle:
             json.dump(result, handle)
+        os.replace(args.json_path + ".partial", args.json_path)
     for line in format_report(result["summary"], origin=result["started"]):
         print(line)
     if args.max_failures is not None and result["summary"]["failed"] > args.max_failures:

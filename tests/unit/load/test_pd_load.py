@@ -157,6 +157,30 @@ def test_duration_bounds_the_load():
     assert max(r["start"] for r in records) < result["started"] + 0.5
 
 
+def test_stop_file_ends_the_load_early(tmp_path):
+    stop = tmp_path / "stop"
+
+    async def load_then_stop():
+        app = make_app("ok")
+        runner = web.AppRunner(app.web, handle_signals=False)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        try:
+            config = pd_load.LoadConfig(url="http://127.0.0.1:%d" % port, model="m", duration=30,
+                                        concurrency=2, stop_file=str(stop))
+            task = asyncio.create_task(pd_load.run_load(config))
+            await asyncio.sleep(0.5)
+            stop.write_text("")
+            return await asyncio.wait_for(task, 5)
+        finally:
+            await runner.cleanup()
+
+    result = asyncio.run(load_then_stop())
+    assert result["summary"]["requests"] > 2
+    assert result["finished"] - result["started"] < 5
+
+
 def test_watcher_records_when_a_worker_goes_down_and_comes_back():
     healthy = [{"url": "http://d1", "worker_type": "decode", "is_healthy": True}]
     sick = [{"url": "http://d1", "worker_type": "decode", "is_healthy": False}]
