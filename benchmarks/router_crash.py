@@ -9,8 +9,9 @@ streaming and non-streaming chat requests (tests/load/pd_load.py, 8 clients). At
 server gets SIGKILL and starts again --restart-sec later, as systemd's Restart=on-failure with
 RestartSec=10 does; at 25 s the same happens to one prefill server. Printed per router setting:
 requests and failures by class, the failed requests' start window, when the router marked each
-worker down and up, and the latency of the successful ones. A benchmark: it prints, it asserts
-nothing. The settings compared:
+worker down and up, and the latency of the successful ones, as tests/load/crash_report.py judges
+a crash test (the multihost scenario's). A benchmark: it prints, it asserts nothing. The settings
+compared:
 
   role-0.1   the sglang_router role's settings before issue 12 (health checks every 60 s, the
              router's defaults otherwise: 5 retries, circuit breaker on, thresholds 3/2)
@@ -34,6 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, 'tests', 'integration'))
 sys.path.insert(0, os.path.join(REPO, 'tests', 'load'))
 
+import crash_report  # noqa: E402  pylint: disable=wrong-import-position
 import pd_load  # noqa: E402  pylint: disable=wrong-import-position
 import stack  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -65,12 +67,12 @@ SETTINGS = {
 
 def restart_later(name, old, delay, log):
     """SIGKILL ``old`` now; after ``delay`` s start the same server again (systemd's restart)."""
+    log.append({'url': old.url, 't': time.time()})
     os.killpg(old.proc.pid, signal.SIGKILL)
-    log.append((time.time(), 'kill -9 %s %s' % (name, old.url)))
     time.sleep(delay)
     new = stack.Emulator(old.mode, port=old.port, bootstrap_port=old.bootstrap_port, env=EMULATOR_ENV)
     new.start()
-    log.append((time.time(), 'restarted %s' % name))
+    log[-1]['restarted'] = time.time()
     return new
 
 
@@ -104,11 +106,10 @@ def one_setting(name, flags, duration, restart_sec):
         router.stop()
         for server in servers.values():
             server.stop()
-    origin = result['started']
     print('== %s: %s' % (name, ' '.join(flags)))
-    for t, what in log:
-        print('  %6.2f s  %s' % (t - origin, what))
-    for line in pd_load.format_report(result['summary'], origin=origin):
+    kills = [{'url': k['url'], 't': k['t']} for k in log]
+    out = crash_report.verdict(result, kills, {k['url']: k['restarted'] for k in log})
+    for line in out['lines']:
         print('  ' + line)
     return result
 

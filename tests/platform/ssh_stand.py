@@ -143,9 +143,10 @@ def forget(state):
     shutil.rmtree(state, ignore_errors=True)
 
 
-def up(state, network, containers, image=IMAGE, wheelhouse=None):
-    """Network + systemd containers (options as extensions/molecule/config.yml) + bootstrap."""
-    if run(["podman", "network", "exists", network], check=False).returncode != 0:
+def create_containers(network, containers, image=IMAGE, wheelhouse=None):
+    """Systemd containers with the options of extensions/molecule/config.yml, on ``network``
+    (created when missing; ``none``: no network, reached through podman exec only)."""
+    if network != "none" and run(["podman", "network", "exists", network], check=False).returncode != 0:
         run(["podman", "network", "create", network])
     nofile = os.environ.get("PDSERVE_NOFILE", "1024")
     wheelhouse = wheelhouse or os.path.join(os.environ.get("PDSERVE_CACHE", "/var/cache/pdserve"), "wheelhouse")
@@ -158,6 +159,11 @@ def up(state, network, containers, image=IMAGE, wheelhouse=None):
              "-v", "%s:/opt/pdserve/wheelhouse:ro" % wheelhouse, image, "/sbin/init"])
     for name in containers:
         run(["podman", "exec", name, "systemctl", "is-system-running", "--wait"], check=False, timeout=120)
+
+
+def up(state, network, containers, image=IMAGE, wheelhouse=None):
+    """Network + systemd containers + bootstrap; returns {name: address}."""
+    create_containers(network, containers, image, wheelhouse)
     return bootstrap(state, containers)
 
 
@@ -165,7 +171,7 @@ def down(state, network, containers):
     forget(state)
     for name in containers:
         run(["podman", "rm", "-f", "-t", "0", name], check=False)
-    if network:
+    if network and network != "none":
         run(["podman", "network", "rm", "-f", network], check=False)
 
 
