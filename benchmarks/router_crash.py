@@ -46,15 +46,17 @@ def role_router_flags():
     """The health, retry and circuit-breaker flags the sglang_router role renders by default."""
     with open(os.path.join(REPO, 'roles', 'sglang_router', 'defaults', 'main.yml'), encoding='utf-8') as handle:
         d = yaml.safe_load(handle)
-    flags = ['--health-check-interval-secs', str(d['sglang_router_health_check_interval_secs'])]
-    for var, flag in (('sglang_router_health_failure_threshold', '--health-failure-threshold'),
+    flags = []
+    for var, flag in (('sglang_router_health_check_interval_secs', '--health-check-interval-secs'),
+                      ('sglang_router_health_failure_threshold', '--health-failure-threshold'),
                       ('sglang_router_health_success_threshold', '--health-success-threshold'),
                       ('sglang_router_retry_max_retries', '--retry-max-retries'),
                       ('sglang_router_retry_initial_backoff_ms', '--retry-initial-backoff-ms'),
-                      ('sglang_router_retry_max_backoff_ms', '--retry-max-backoff-ms')):
-        if var in d:
+                      ('sglang_router_retry_max_backoff_ms', '--retry-max-backoff-ms'),
+                      ('sglang_router_shutdown_grace_period_secs', '--shutdown-grace-period-secs')):
+        if d.get(var) is not None:  # null: the router's own default
             flags += [flag, str(d[var])]
-    if d.get('sglang_router_circuit_breaker') is False:
+    if d.get('sglang_router_disable_circuit_breaker'):
         flags.append('--disable-circuit-breaker')
     return flags
 

@@ -457,3 +457,17 @@ class GpuDiscovery(object):
         if not gpus:
             raise NoGpuFound(facts)
         return facts
+
+
+# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH.
+NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/cuda/bin"]
+NVCC_DIRS = ["/usr/local/cuda/bin"]
+
+
+def find_tool(get_bin_path, name, extra_dirs):
+    """PATH (and the sbin directories) first, then the usual driver/toolkit directories.
+
+    ``get_bin_path`` is AnsibleModule.get_bin_path, which searches its opt_dirs before PATH, so the
+    fallbacks are a second search.
+    """
+    return get_bin_path(name) or get_bin_path(name, opt_dirs=extra_dirs)

@@ -241,6 +241,12 @@ def probe_router(client, state, generate, deadline, interval, clock=time.monoton
     ep = state.endpoint
     timeout = _remaining_timeout(client, deadline, clock())
     workers = client.get(join_url(ep.url, '/workers'), timeout=timeout)
+    if workers.status in (401, 403):
+        # Waiting does not change the key: say so at once instead of timing out.
+        state.last_status = workers.summary('/workers')
+        state.fatal = ('the router answers %s: it requires an API key and the one given (if any) is not it; '
+                       'pass the router\'s key (api_key, sglang_router_api_key)' % workers.status)
+        return False
     data = workers.json() if workers.status == 200 else None
     if not isinstance(data, dict) or 'workers' not in data:
         state.last_status = workers.summary('/workers')

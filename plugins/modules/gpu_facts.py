@@ -266,6 +266,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.pdserve.sglang.plugins.module_utils import gpu as gpu_utils
 from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
     GpuDiscovery,
     GpuDiscoveryError,
@@ -274,9 +275,9 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
     read_numa_nodes,
 )
 
-# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH.
-NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/cuda/bin"]
-NVCC_DIRS = ["/usr/local/cuda/bin"]
+# Module-level so tests can empty them (this machine's own driver must not leak in).
+NVIDIA_SMI_DIRS = gpu_utils.NVIDIA_SMI_DIRS
+NVCC_DIRS = gpu_utils.NVCC_DIRS
 
 # Result key -> fact name.
 FACT_NAMES = (
@@ -300,11 +301,7 @@ def argument_spec():
 
 
 def _find(module, name, extra_dirs):
-    """PATH (and the sbin directories) first, then the usual driver/toolkit directories.
-
-    get_bin_path searches its opt_dirs before PATH, so the fallbacks are a second search.
-    """
-    return module.get_bin_path(name) or module.get_bin_path(name, opt_dirs=extra_dirs)
+    return gpu_utils.find_tool(module.get_bin_path, name, extra_dirs)
 
 
 def _executable(path):

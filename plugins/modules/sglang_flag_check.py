@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: sglang_flag_check
-short_description: Ask the installed SGLang's own argument parser whether launch_server command lines are valid
+short_description: Ask the installed SGLang's (or router's) own argument parser whether command lines are valid
 version_added: 0.1.0
 description:
   - Runs the Python interpreter of the SGLang virtual environment once, builds the parser exactly as
@@ -23,6 +23,9 @@ description:
     and the model, GPU, memory and port checks done at start-up).
   - Importing the parser needs SGLang with its import-time dependencies, torch included (a CPU build is
     enough). Expect 5 to 20 seconds for the import.
+  - With O(parser=router), the same for C(sglang_router.launch_router) command lines, using the installed
+    router's C(RouterArgs.add_cli_args), then C(RouterArgs.from_cli_args) and its own validation,
+    which parse the C(--prefill URL [BOOTSTRAP_PORT]) and C(--decode URL) lists. Importing it takes about a second.
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
@@ -41,9 +44,16 @@ options:
       - The interpreter of the virtual environment SGLang is installed in, for example C(/opt/sglang/venv/bin/python).
     type: path
     required: true
+  parser:
+    description:
+      - V(server) checks C(sglang.launch_server) command lines, V(router) checks C(sglang_router.launch_router) ones.
+    type: str
+    choices: [server, router]
+    default: server
   command_lines:
     description:
-      - The command lines to check, without the launch command itself (everything after C(-m sglang.launch_server)).
+      - The command lines to check, without the launch command itself (everything after C(-m sglang.launch_server)
+        or C(-m sglang_router.launch_router)).
     type: list
     elements: dict
     required: true
@@ -99,6 +109,14 @@ EXAMPLES = r'''
         argv: [--model-path, /models/DeepSeek-V4-Flash, --tp-size, 4, --disaggregation-mode, decode,
                --reasoning-parser, deepseek-v4, --tool-call-parser, deepseekv4]
 
+- name: Check the router's command line with the installed sglang-router's parser
+  pdserve.sglang.sglang_flag_check:
+    python: /opt/sglang/venv/bin/python
+    parser: router
+    command_lines:
+      - name: router
+        argv: [--pd-disaggregation, --prefill, "http://127.0.0.1:30000", 8998, --decode, "http://127.0.0.1:30002",
+               --host, 0.0.0.0, --port, 30001, --policy, cache_aware]
 - name: Check a patched source tree that is not installed in the venv
   pdserve.sglang.sglang_flag_check:
     python: /opt/sglang/venv/bin/python
@@ -112,7 +130,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 sglang_version:
-  description: C(sglang.__version__) of the interpreter that ran the check.
+  description: C(sglang.__version__) (or C(sglang_router.version.__version__) with O(parser=router)) of the interpreter that ran the check.
   returned: when SGLang could be imported
   type: str
   sample: 0.5.23
@@ -212,13 +230,19 @@ def suggest(parser, message, argv):
     return "", ""
 
 
+router = request.get("parser") == "router"
 try:
     start = time.time()
     with contextlib.redirect_stdout(sys.stderr):
-        import sglang
-        from sglang.srt.server_args import ServerArgs
+        if router:
+            from sglang_router.router_args import RouterArgs
+            from sglang_router.version import __version__ as version
+        else:
+            import sglang
+            from sglang.srt.server_args import ServerArgs
+            version = getattr(sglang, "__version__", "unknown")
     out["import_seconds"] = round(time.time() - start, 2)
-    out["sglang_version"] = str(getattr(sglang, "__version__", "unknown"))
+    out["sglang_version"] = str(version)
 except Exception as exc:  # report any import failure, not only ImportError
     out["import_error"] = "%s: %s" % (type(exc).__name__, exc)
     print(json.dumps(out))
@@ -228,9 +252,15 @@ results = []
 for item in request["command_lines"]:
     argv = [str(a) for a in item["argv"]]
     result = {"name": item["name"], "valid": True, "error": "", "flag": "", "suggestion": ""}
-    parser = CheckingParser(prog="sglang.launch_server")
+    parser = CheckingParser(prog="sglang_router.launch_router" if router else "sglang.launch_server")
     try:
         with contextlib.redirect_stdout(sys.stderr):
+            if router:
+                # As sglang_router.launch_router.parse_router_args and launch_router do.
+                RouterArgs.add_cli_args(parser, use_router_prefix=False)
+                RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)._validate_router_args()
+                results.append(result)
+                continue
             ServerArgs.add_cli_args(parser)
             if "--config" in argv:
                 # As sglang.srt.server_args.prepare_server_args does.
@@ -275,6 +305,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             python=dict(type="path", required=True),
+            parser=dict(type="str", choices=["server", "router"], default="server"),
             command_lines=dict(
                 type="list",
                 elements="dict",
@@ -299,7 +330,8 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=to_native(exc))
 
-    request = json.dumps({"command_lines": command_lines, "pythonpath": module.params["pythonpath"]})
+    request = json.dumps({"command_lines": command_lines, "pythonpath": module.params["pythonpath"],
+                          "parser": module.params["parser"]})
     environ = dict((k, to_text(v)) for k, v in module.params["environment"].items())
     args = [python, "-I", "-c", CHECKER]
     timeout = module.params["timeout"]
@@ -322,21 +354,22 @@ def main():
         module.fail_json(msg="the flag check could not run in %s (exit %s): %s"
                              % (python, rc, (stderr or stdout).strip()[-2000:]), rc=rc, stderr=stderr,
                          stdout=stdout, elapsed=elapsed)
+    what = "sglang-router" if module.params["parser"] == "router" else "SGLang"
     if "import_error" in report:
-        module.fail_json(msg="%s cannot import SGLang's argument parser (sglang.srt.server_args): %s. "
-                             "Is SGLang installed in this venv with its dependencies (torch among them)?"
-                             % (python, report["import_error"]), stderr=stderr[-4000:], elapsed=elapsed)
+        module.fail_json(msg="%s cannot import %s's argument parser: %s. Is %s installed in this venv with its "
+                             "dependencies?" % (python, what, report["import_error"], what),
+                         stderr=stderr[-4000:], elapsed=elapsed)
 
     results = report["results"]
     invalid = [r["name"] for r in results if not r["valid"]]
     out = dict(changed=False, results=results, invalid=invalid, elapsed=elapsed,
                sglang_version=report["sglang_version"], import_seconds=report["import_seconds"])
     if invalid:
-        out["msg"] = "SGLang %s rejects %d of %d command line(s): %s" % (
-            report["sglang_version"], len(invalid), len(results),
+        out["msg"] = "%s %s rejects %d of %d command line(s): %s" % (
+            what, report["sglang_version"], len(invalid), len(results),
             "; ".join(_describe(r) for r in results if not r["valid"]))
         module.fail_json(**out)
-    out["msg"] = "SGLang %s accepts all %d command line(s)" % (report["sglang_version"], len(results))
+    out["msg"] = "%s %s accepts all %d command line(s)" % (what, report["sglang_version"], len(results))
     module.exit_json(**out)
 
 

@@ -7,6 +7,8 @@
     router.wait_healthy(60)
 
 Every process gets its own session (process group) and log file; ``stop()`` ends that group.
+Both command lines come from the collection's own serving model (serving_cmdline), so the tests run
+what the units run; tests add or drop flags on top of them.
 """
 import json
 import os
@@ -22,6 +24,15 @@ import urllib.request
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The collection as scripts/setup.sh links it (pytest's pythonpath has it too).
+sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import (  # noqa: E402
+    argv as cmdline_argv,
+    router_args,
+    server_args,
+)
+
 EMULATOR = os.path.join(REPO, "tests", "emulator", "sglang_emulator.py")
 MODEL = "deepseek-v4-flash"
 MODEL_PATH = "deepseek-ai/DeepSeek-V4-Flash"
@@ -170,14 +181,12 @@ class Emulator(_Process):
         self.port = port or free_port()
         self.bootstrap_port = bootstrap_port or (free_port() if mode == "prefill" else None)
         self.host = "127.0.0.1"
-        defaults = ["--model-path", MODEL_PATH, "--served-model-name", MODEL,
-                    "--host", self.host, "--port", str(self.port), "--tp-size", "1",
-                    "--disaggregation-mode", mode,
-                    "--disaggregation-transfer-backend", "nixl",
-                    "--reasoning-parser", "deepseek-v4", "--tool-call-parser", "deepseekv4",
-                    "--enable-metrics", "--log-level", "warning"]
-        if self.bootstrap_port:
-            defaults += ["--disaggregation-bootstrap-port", str(self.bootstrap_port)]
+        instance = {"mode": mode, "host": self.host, "port": self.port, "tp_size": 1,
+                    "bootstrap_port": self.bootstrap_port, "dist_init_port": None, "extra_args": []}
+        model = {"model_path": MODEL_PATH, "served_model_name": MODEL, "transfer_backend": "nixl",
+                 "reasoning_parser": "deepseek-v4", "tool_call_parser": "deepseekv4",
+                 "extra_args": ["--log-level", "warning"]}
+        defaults = cmdline_argv(server_args(instance, model))
         self.args = merge_args(defaults, args, drop)
 
     @property
@@ -204,15 +213,15 @@ class Router(_Process):
         self.port = port or free_port()
         self.prometheus_port = prometheus_port or free_port()
         self.host = "127.0.0.1"
-        defaults = ["--pd-disaggregation", "--host", self.host, "--port", str(self.port),
-                    "--prometheus-host", "127.0.0.1",
-                    "--prometheus-port", str(self.prometheus_port),
-                    "--health-check-interval-secs", "1",
-                    "--worker-startup-check-interval", "1",
-                    "--worker-startup-timeout-secs", "60",
-                    "--shutdown-grace-period-secs", "1",
-                    "--log-level", "warn"]
-        self.args = merge_args(defaults, args, drop)
+        router = {"host": self.host, "port": self.port, "prometheus_host": "127.0.0.1",
+                  "prometheus_port": self.prometheus_port}
+        workers = {"prefill": [{"url": url, "bootstrap_port": port} for url, port in self.prefill],
+                   "decode": [{"url": url} for url in self.decode]}
+        # Short intervals so tests see workers come and go within seconds.
+        settings = {"health_check_interval_secs": 1, "worker_startup_check_interval": 1,
+                    "worker_startup_timeout_secs": 60, "log_level": "warn",
+                    "extra_args": ["--shutdown-grace-period-secs", "1"]}
+        self.args = merge_args(cmdline_argv(router_args(router, workers, settings)), args, drop)
 
     @property
     def url(self):
@@ -223,12 +232,7 @@ class Router(_Process):
         return "http://127.0.0.1:%s/metrics" % self.prometheus_port
 
     def command(self):
-        cmd = [PYTHON, "-m", "sglang_router.launch_router"] + self.args[:1]
-        for url, bootstrap_port in self.prefill:
-            cmd += ["--prefill", url] + ([str(bootstrap_port)] if bootstrap_port else [])
-        for url in self.decode:
-            cmd += ["--decode", url]
-        return cmd + self.args[1:]
+        return [PYTHON, "-m", "sglang_router.launch_router"] + self.args
 
     def workers(self):
         status, text = http_get(self.url + "/workers")

@@ -80,9 +80,26 @@ def test_public_variables_are_role_prefixed(role):
     assert not bad, "%s: options not prefixed with the role name: %s" % (role.name, bad)
 
 
-def test_server_preflight_router_defaults_match_router_role():
-    """The server preflight falls back to the router's port defaults when the router shares the host."""
+def test_topology_defaults_match_the_roles():
+    """The serving topology reads these from the inventory with the roles' own defaults."""
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import (
+        ROUTER_DEFAULTS,
+        SERVER_DEFAULTS,
+    )
+    server = _load(ROOT / "roles" / "sglang_server" / "defaults" / "main.yml")
     router = _load(ROOT / "roles" / "sglang_router" / "defaults" / "main.yml")
-    preflight = (ROOT / "roles" / "sglang_server" / "tasks" / "preflight.yml").read_text(encoding="utf-8")
-    assert "sglang_router_port | default(%d)" % router["sglang_router_port"] in preflight
-    assert "sglang_router_prometheus_port | default(%d)" % router["sglang_router_prometheus_port"] in preflight
+    assert dict((k, server[k]) for k in SERVER_DEFAULTS) == SERVER_DEFAULTS
+    assert dict((k, router[k]) for k in ROUTER_DEFAULTS) == ROUTER_DEFAULTS
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_every_entry_point_a_playbook_includes_has_a_spec(role):
+    """tasks_from: X in playbooks and roles needs argument_specs entry X."""
+    import re
+    entries = set(_load(role / "meta" / "argument_specs.yml")["argument_specs"])
+    used = set()
+    for path in list(ROOT.glob("playbooks/*.yml")) + list(ROOT.glob("roles/*/tasks/*.yml")):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"name: pdserve\.sglang\.%s\s*\n\s*tasks_from: (\w+)" % role.name, text):
+            used.add(match.group(1))
+    assert used <= entries, "%s: entry points used without an argument spec: %s" % (role.name, sorted(used - entries))

@@ -54,17 +54,34 @@ def test_syntax_check(inventory):
     _playbook("-i", "inventories/%s" % inventory, "--syntax-check")
 
 
-def test_router_tag_lists_only_router_tasks():
+VALIDATE = "Wait for the router's workers, validate chat, print the summary"
+
+
+def test_router_tag_lists_only_router_tasks_and_ends_validated():
     tasks = _tasks(_playbook("-i", "inventories/blackwell", "--list-tasks", "--tags", "router"))
     assert tasks, "no task selected by --tags router"
     roles = set(task.split(" : ")[0] for _play, task in tasks if " : " in task)
     assert roles == {"pdserve.sglang.sglang_router"}, tasks
-    # The preflight play's includes run, but only the router check is selected at run time.
+    # The first play judges the host; no prefill or decode play has a task, and the run ends validated.
     assert not any(play in ("sglang_prefill", "sglang_decode") for play, _task in tasks), tasks
+    assert tasks[-1] == ("sglang_router", VALIDATE), tasks
 
 
-def test_prefill_tag_does_not_touch_the_router():
-    tasks = _tasks(_playbook("-i", "inventories/blackwell", "--list-tasks", "--tags", "prefill"))
-    assert any(play == "sglang_prefill" for play, _task in tasks), tasks
-    assert not any("sglang_router" in task for _play, task in tasks), tasks
-    assert not any(play in ("sglang_decode", "sglang_router") for play, _task in tasks), tasks
+@pytest.mark.parametrize("tag,mode", [("prefill", "prefill"), ("decode", "decode")])
+def test_server_tags_touch_only_their_mode_and_end_validated(tag, mode):
+    tasks = _tasks(_playbook("-i", "inventories/blackwell", "--list-tasks", "--tags", tag))
+    other = "decode" if mode == "prefill" else "prefill"
+    assert any(play == "sglang_" + mode and "sglang_server : Write" in task for play, task in tasks), tasks
+    assert not any(play == "sglang_" + other for play, _task in tasks), tasks
+    # The router is not configured, only asked whether it sees its workers, then chat is validated.
+    assert not any(task.startswith("pdserve.sglang.sglang_router :") for _play, task in tasks), tasks
+    assert ("sglang_" + mode, "Wait for this host's %s servers at once" % mode) in tasks, tasks
+    assert tasks[-1] == ("sglang_router", VALIDATE), tasks
+
+
+def test_preflight_tag_only_judges():
+    tasks = _tasks(_playbook("-i", "inventories/multinode", "--list-tasks", "--tags", "preflight"))
+    names = [task for _play, task in tasks]
+    assert "Judge a host with model servers (and its router, if it has one)" in names, tasks
+    assert "Judge a router-only host" in names, tasks
+    assert all("Judge" in task for task in names), tasks

@@ -1,484 +1,254 @@
+# -*- coding: utf-8 -*-
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Unit tests of the pdserve.sglang filters (plugins/filter/sglang.py)."""
+"""The pdserve.sglang filters (plugins/filter/sglang.py): thin wrappers over the serving model, which report
+inventory mistakes as a filter error naming the problems."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
+from collections.abc import Mapping
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.pdserve.sglang.plugins.filter import sglang as F
+from ansible_collections.pdserve.sglang.plugins.module_utils import serving_units
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv, router_args, server_args
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "context_length": 8192,
-    "extra_args": [],
+SERVER_SETTINGS = {
+    "launch_command": "/opt/sglang/venv/bin/python -m sglang.launch_server", "numa_binding": "numactl", "numactl_path": "/usr/bin/numactl",
+    "enable_metrics": True, "user": "sglang", "group": "sglang", "home": "/var/lib/sglang", "config_dir": "/etc/sglang",
+    "unit_dir": "/etc/systemd/system", "restart_sec": 10, "timeout_stop_sec": 180, "start_limit_interval_sec": 1200,
+    "start_limit_burst": 3, "limit_nofile": 65536, "hardening": {"NoNewPrivileges": True}, "env": {},
 }
-PREFILL = [{"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-            "dist_init_port": 30335, "mem_fraction_static": 0.80}]
-DECODE = [{"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-           "mem_fraction_static": 0.85}]
-# What pdserve.sglang.gpu_facts reports on the reference host (fixtures/gpu/blackwell8x): 0-3 on node 0.
-GPUS = [{"index": i, "numa_node": 0 if i < 4 else 1} for i in range(8)]
+ROUTER_SETTINGS = {
+    "launch_command": "/opt/sglang/venv/bin/python -m sglang_router.launch_router", "user": "sglang", "group": "sglang",
+    "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 5, "timeout_stop_sec": 30,
+    "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536, "hardening": {}, "api_key": "",
+    "hf_hub_offline": True, "hf_endpoint": "", "env": {}, "policy": "cache_aware", "log_level": "info", "extra_args": [],
+}
 
 
-def _instances(prefill=None, decode=None):
-    return (F.normalize_instances(copy.deepcopy(PREFILL if prefill is None else prefill), "prefill")
-            + F.normalize_instances(copy.deepcopy(DECODE if decode is None else decode), "decode"))
+class FakeHostVars(Mapping):
+    """Like Ansible's hostvars: a mapping of hosts to mappings (not dicts), recording which hosts were read."""
+
+    def __init__(self, host_vars):
+        self._data = host_vars
+        self.read = []
+
+    def __getitem__(self, host):
+        self.read.append(host)
+        return HostVarsVars(self._data[host])
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
 
 
-def _workers(prefill=None, decode=None, host="blackwell"):
-    hostvars = {host: {"sglang_prefill_instances": PREFILL if prefill is None else prefill,
-                       "sglang_decode_instances": DECODE if decode is None else decode}}
-    groups = {"sglang_prefill": [host], "sglang_decode": [host]}
-    return F.pd_router_workers(hostvars, groups)
+class HostVarsVars(Mapping):
+    def __init__(self, data):
+        self._data = data
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
 
 
-def _data(**overrides):
-    data = {
-        "host": "blackwell",
-        "instances": _instances(),
-        "model": dict(MODEL),
-        "router": {"port": 30001, "prometheus_port": 29000, "workers": _workers()},
-        "listeners": [],
-        "own_uids": [],
-        "numa_nodes": [0, 1],
-        "gpus": GPUS,
-        "path_results": [],
-        "numa_binding": "numactl",
-        "numactl_present": True,
-    }
-    data.update(overrides)
-    return data
+def test_the_filters_are_registered():
+    filters = F.FilterModule().filters()
+    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "ready_line", "router_unit_files", "server_units",
+                               "serving_topology", "systemd_quote", "wait_endpoints"]
+    assert filters["changed_units"] is serving_units.changed_units
+    assert filters["systemd_quote"]("50%") == '"50%%"' and filters["env_quote"]("50%") == '"50%"'
 
 
-def _problems(**overrides):
-    return F.preflight_problems(_data(**overrides))
+# --- serving_topology ---------------------------------------------------------------------------------------
+
+def test_serving_topology_over_hostvars_and_groups(inventory):
+    host_vars, groups = inventory("multinode")
+    hostvars = FakeHostVars(host_vars)
+    topology = F.serving_topology(hostvars, groups)
+    assert topology == build_topology(host_vars, groups)
+    assert sorted(set(hostvars.read)) == ["gpu-decode-1", "gpu-prefill-1", "router-1"]
+    assert [w["url"] for w in topology["workers"]["decode"]] == ["http://10.0.0.21:30002"]
 
 
-def _one(problems, *fragments):
-    """Exactly one problem, containing every fragment."""
-    assert len(problems) == 1, problems
-    for fragment in fragments:
-        assert fragment in problems[0], (fragment, problems[0])
-    assert problems[0].startswith("host blackwell: ")
+def test_serving_topology_reads_only_the_serving_hosts():
+    hostvars = FakeHostVars({"gpu": {"sglang_decode_instances": [{"name": "d", "port": 30002}]}, "monitor": {"x": 1}})
+    topology = F.serving_topology(hostvars, {"sglang_decode": ["gpu"], "monitoring": ["monitor"], "all": ["gpu", "monitor"]})
+    assert hostvars.read == ["gpu"]
+    assert list(topology["hosts"]) == ["gpu"]
 
 
-# --- quoting --------------------------------------------------------------------------------------
-
-def test_systemd_quote_escapes_what_systemd_expands():
-    assert F.systemd_quote("plain") == '"plain"'
-    assert F.systemd_quote(8998) == '"8998"'
-    assert F.systemd_quote('a "b" \\c') == '"a \\"b\\" \\\\c"'
-    assert F.systemd_quote("100%") == '"100%%"'
-    assert F.systemd_quote("$HOME") == '"$$HOME"'
-    assert F.systemd_quote(True) == '"true"'
+def test_serving_topology_host_missing_from_hostvars():
+    topology = F.serving_topology(FakeHostVars({}), {"sglang_decode": ["ghost"]})
+    assert topology["hosts"]["ghost"]["decode"] == [] and topology["problems"] == []
 
 
-def test_env_quote_keeps_dollar_and_percent():
-    assert F.env_quote("a$b%c") == '"a$b%c"'
-    assert F.env_quote('x"y') == '"x\\"y"'
+def test_serving_topology_with_other_group_names():
+    hostvars = FakeHostVars({"p": {"sglang_prefill_instances": [{"name": "p", "port": 30000}]},
+                             "d": {"sglang_decode_instances": [{"name": "d", "port": 30002}]}})
+    topology = F.serving_topology(hostvars, {"gpu_prefill": ["p"], "gpu_decode": ["d"], "sglang_prefill": ["d"]},
+                                  {"prefill": "gpu_prefill", "decode": "gpu_decode"})
+    assert [w["inventory_host"] for w in topology["workers"]["prefill"]] == ["p"]
+    assert topology["groups"]["router"] == "sglang_router"
+    assert F.serving_topology(hostvars, None)["hosts"] == {}
 
 
-# --- instances and command lines -------------------------------------------------------------------
+# --- server_units / router_unit_files -------------------------------------------------------------------------
 
-def test_normalize_fills_defaults():
-    prefill, decode = _instances()
-    assert prefill["tp_size"] == 4 and decode["tp_size"] == 4
-    assert prefill["unit"] == "sglang-prefill.service"
-    assert prefill["env_file"] == "/etc/sglang/prefill.env"
-    assert prefill["host"] == "127.0.0.1"
-    assert decode["bootstrap_port"] is None
-    gpu_less = F.normalize_instances([{"name": "p", "port": 1}], "prefill", {"host": "10.0.0.5"}, "/etc/x/")
-    assert gpu_less[0]["tp_size"] == 1
-    assert gpu_less[0]["bootstrap_port"] == 8998  # SGLang's default, visible to the clash check
-    assert gpu_less[0]["host"] == "10.0.0.5"
-    assert gpu_less[0]["env_file"] == "/etc/x/p.env"
+def test_server_units(inventory, inventory_model):
+    topology = F.serving_topology(FakeHostVars(inventory("blackwell")[0]), inventory("blackwell")[1])
+    model = inventory_model("blackwell")
+    units = F.server_units(topology, "blackwell", "decode", model, SERVER_SETTINGS)
+    decode, = topology["hosts"]["blackwell"]["decode"]
+    assert units == [serving_units.server_unit(decode, model, SERVER_SETTINGS)]
+    assert units[0]["argv_lines"] == server_args(decode, model)
+    assert [u["unit"] for u in F.server_units(topology, "blackwell", "prefill", model, SERVER_SETTINGS)] == ["sglang-prefill.service"]
+    assert F.server_units(topology, "elsewhere", "prefill", model, SERVER_SETTINGS) == []
+    assert F.server_units(topology, "blackwell", "prefill", None, SERVER_SETTINGS)[0]["argv_lines"][0] == ["--model-path", None]
 
 
-def test_normalize_rejects_bad_shapes():
-    with pytest.raises(AnsibleFilterError, match="mode must be one of"):
-        F.normalize_instances([], "both")
-    with pytest.raises(AnsibleFilterError, match="must be a dict"):
-        F.normalize_instances(["prefill"], "prefill")
+def test_server_units_refuse_an_inventory_with_problems():
+    host_vars = {"gpu": {"sglang_decode_instances": [{"name": "d", "port": "30002", "gpus": [0, 0]}]}}
+    topology = build_topology(host_vars, {"sglang_decode": ["gpu"]})
+    with pytest.raises(AnsibleFilterError) as err:
+        F.server_units(topology, "gpu", "decode", {}, SERVER_SETTINGS)
+    message = str(err.value)
+    assert message.startswith("the inventory check (run with --tags preflight for all hosts) found 2 problem(s):\n- host gpu: ")
+    assert "host gpu: sglang_decode_instances[d].port: must be an integer, got str '30002'" in message
+    assert "host gpu: sglang_decode_instances[d].gpus: lists a GPU twice: [0, 0]; list each GPU once" in message
 
 
-def test_server_args_reproduce_the_seed_prefill_command():
-    prefill = _instances()[0]
-    lines = F.server_args(prefill, MODEL)
-    assert lines == [
-        ["--model-path", "/models/DeepSeek-V4-Flash"],
-        ["--served-model-name", "deepseek-v4-flash"],
-        ["--host", "127.0.0.1"],
-        ["--port", 30000],
-        ["--tp-size", 4],
-        ["--disaggregation-mode", "prefill"],
-        ["--disaggregation-transfer-backend", "nixl"],
-        ["--disaggregation-bootstrap-port", 8998],
-        ["--dist-init-addr", "127.0.0.1:30335"],
-        ["--mem-fraction-static", 0.8],
-        ["--context-length", 8192],
-        ["--chat-template", MODEL["chat_template"]],
-        ["--reasoning-parser", "deepseek-v4"],
-        ["--tool-call-parser", "deepseekv4"],
-        ["--enable-metrics"],
+def test_problems_of_other_hosts_do_not_block_this_one(inventory):
+    host_vars, groups = inventory("multinode")
+    del host_vars["gpu-decode-1"]["sglang_server_host"]
+    topology = build_topology(host_vars, groups)
+    assert [p["host"] for p in topology["problems"]] == ["gpu-decode-1"]
+    units = F.server_units(topology, "gpu-prefill-1", "prefill", {"model_path": "/m"}, SERVER_SETTINGS)
+    assert [u["unit"] for u in units] == ["sglang-prefill-0.service", "sglang-prefill-1.service"]
+    with pytest.raises(AnsibleFilterError, match="the router on router-1 cannot reach http://127.0.0.1:30002"):
+        F.server_units(topology, "gpu-decode-1", "decode", {"model_path": "/m"}, SERVER_SETTINGS)
+
+
+def test_server_units_unknown_mode(inventory):
+    topology = build_topology(*inventory("blackwell"))
+    with pytest.raises(AnsibleFilterError, match="mode must be prefill or decode, got 'both'"):
+        F.server_units(topology, "blackwell", "both", {}, SERVER_SETTINGS)
+
+
+def test_router_unit_files(inventory):
+    topology = build_topology(*inventory("blackwell"))
+    settings = dict(ROUTER_SETTINGS)
+    unit = F.router_unit_files(topology, "blackwell", settings)
+    assert "local_units" not in settings
+    router, = topology["routers"]
+    assert unit == serving_units.router_unit(router, topology["workers"],
+                                             dict(ROUTER_SETTINGS, local_units=["sglang-prefill.service", "sglang-decode.service"]))
+    assert "After=network-online.target sglang-prefill.service sglang-decode.service\n" in unit["unit_text"]
+    assert unit["argv_lines"] == router_args(router, topology["workers"], ROUTER_SETTINGS)
+
+
+def test_router_unit_files_on_a_router_only_host(inventory):
+    topology = build_topology(*inventory("multinode"))
+    unit = F.router_unit_files(topology, "router-1", dict(ROUTER_SETTINGS, api_key="k3y"))
+    assert "After=network-online.target\n" in unit["unit_text"]
+    assert unit["argv_lines"][-1] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
+    assert "k3y" not in unit["unit_text"] and 'SGLANG_ROUTER_API_KEY="k3y"' in unit["env_text"]
+
+
+def test_router_unit_files_on_a_host_without_router(inventory):
+    topology = build_topology(*inventory("multinode"))
+    with pytest.raises(AnsibleFilterError, match="host gpu-prefill-1 is not in the router group sglang_router"):
+        F.router_unit_files(topology, "gpu-prefill-1", ROUTER_SETTINGS)
+
+
+def test_router_unit_files_refuse_an_inventory_with_problems():
+    topology = build_topology({"edge": {"sglang_router_port": 0}}, {"sglang_router": ["edge"]})
+    with pytest.raises(AnsibleFilterError) as err:
+        F.router_unit_files(topology, "edge", ROUTER_SETTINGS)
+    assert str(err.value).split("\n") == [
+        "the inventory check (run with --tags preflight for all hosts) found 3 problem(s):",
+        "- host edge: sglang_router_port: must be a port between 1 and 65535, got 0; write a whole number without quotes, e.g. 30001",
+        "- host edge: sglang_prefill_instances: the router has no prefill worker: no host of group sglang_prefill defines "
+        "sglang_prefill_instances; add one to the inventory",
+        "- host edge: sglang_decode_instances: the router has no decode worker: no host of group sglang_decode defines "
+        "sglang_decode_instances; add one to the inventory",
     ]
 
 
-def test_server_args_optional_parts():
-    decode = _instances()[1]
-    model = dict(MODEL, chat_template="", reasoning_parser="", extra_args=["--cuda-graph-max-bs", "64", "--foo"])
-    decode["extra_args"] = ["--disable-radix-cache"]
-    decode["context_length"] = 4096
-    lines = F.server_args(decode, model, numa_binding="sglang", enable_metrics=False)
-    flags = [line[0] for line in lines]
-    assert "--chat-template" not in flags and "--reasoning-parser" not in flags
-    assert "--disaggregation-bootstrap-port" not in flags and "--enable-metrics" not in flags
-    assert ["--context-length", 4096] in lines
-    assert ["--numa-node", 1, 1, 1, 1] in lines
-    assert lines[-3:] == [["--cuda-graph-max-bs", "64"], ["--foo"], ["--disable-radix-cache"]]
+# --- flag_check_lines, wait_endpoints, ready_line ---------------------------------------------------------------
+
+def test_flag_check_lines_are_the_unit_arguments_as_strings(inventory, inventory_model):
+    topology = build_topology(*inventory("blackwell"))
+    model = inventory_model("blackwell")
+    units = F.server_units(topology, "blackwell", "prefill", model, SERVER_SETTINGS)
+    lines = F.flag_check_lines(units)
+    prefill, = topology["hosts"]["blackwell"]["prefill"]
+    assert lines == [{"name": "prefill", "argv": argv(server_args(prefill, model))}]
+    assert lines[0]["argv"][:4] == ["--model-path", "/models/DeepSeek-V4-Flash", "--served-model-name", "deepseek-v4-flash"]
+    assert "--mem-fraction-static" in lines[0]["argv"] and "0.8" in lines[0]["argv"]
+    assert all(isinstance(word, str) for word in lines[0]["argv"])
 
 
-def test_numactl_binding_does_not_also_pass_numa_node():
-    lines = F.server_args(_instances()[1], MODEL, numa_binding="numactl")
-    assert "--numa-node" not in [line[0] for line in lines]
+def test_flag_check_lines_of_the_router_unit(inventory):
+    topology = build_topology(*inventory("blackwell"))
+    unit = F.router_unit_files(topology, "blackwell", ROUTER_SETTINGS)
+    lines = F.flag_check_lines(unit)
+    assert lines == [{"name": "router", "argv": argv(unit["argv_lines"])}]
+    assert lines[0]["argv"][:4] == ["--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998"]
 
 
-# --- router wiring -------------------------------------------------------------------------------
+def test_flag_check_lines_name_falls_back_to_the_unit():
+    assert F.flag_check_lines([{"unit": "sglang-x.service", "argv_lines": [["--a", 1]]}, {"name": "", "unit": "u", "argv_lines": []}]) == [
+        {"name": "sglang-x.service", "argv": ["--a", "1"]}, {"name": "u", "argv": []}]
+    assert F.flag_check_lines([]) == []
 
-def test_router_workers_from_every_host_of_the_groups():
-    hostvars = {
-        "p1": {"sglang_prefill_instances": [{"name": "prefill", "port": 30000, "host": "0.0.0.0"}],
-               "ansible_host": "10.0.0.1"},
-        "d1": {"sglang_decode_instances": [{"name": "decode", "port": 30002}], "sglang_server_host": "10.0.0.2"},
-        "d2": {"sglang_decode_instances": [{"name": "decode", "port": 30002, "host": "0.0.0.0",
-                                            "advertise_host": "d2.example"}]},
-    }
-    groups = {"sglang_prefill": ["p1"], "sglang_decode": ["d1", "d2"]}
-    workers = F.pd_router_workers(hostvars, groups)
-    assert [w["url"] for w in workers["prefill"]] == ["http://10.0.0.1:30000"]
-    assert workers["prefill"][0]["bootstrap_port"] == 8998
-    assert [w["url"] for w in workers["decode"]] == ["http://10.0.0.2:30002", "http://d2.example:30002"]
-    assert F.router_args(workers) == [
-        ["--prefill", "http://10.0.0.1:30000", 8998],
-        ["--decode", "http://10.0.0.2:30002"],
-        ["--decode", "http://d2.example:30002"],
+
+def test_wait_endpoints(inventory):
+    topology = build_topology(*inventory("blackwell"))
+    assert F.wait_endpoints(topology, "blackwell") == [
+        {"url": "http://127.0.0.1:30000", "kind": "server", "unit": "sglang-prefill.service", "name": "sglang-prefill.service"},
+        {"url": "http://127.0.0.1:30002", "kind": "server", "unit": "sglang-decode.service", "name": "sglang-decode.service"},
     ]
+    assert [e["unit"] for e in F.wait_endpoints(topology, "blackwell", ["decode"])] == ["sglang-decode.service"]
+    assert F.wait_endpoints(topology, "elsewhere") == []
 
 
-def test_router_workers_ipv6_and_missing_groups():
-    hostvars = {"h": {"sglang_decode_instances": [{"name": "d", "port": 1, "host": "fd00::2"}]}}
-    workers = F.pd_router_workers(hostvars, {"sglang_decode": ["h"]})
-    assert workers == {"prefill": [], "decode": [dict(workers["decode"][0], url="http://[fd00::2]:1")]}
-
-
-# --- listeners -----------------------------------------------------------------------------------
-
-def test_listening_sockets_parses_the_report():
-    report = ("127.0.0.1:30000\t999\t 1380:sglang-prefill.service\n"
-              "[::]:22\t0\t 512:ssh.service 513:ssh.service\n"
-              "0.0.0.0:31999\t0\t\n"
-              "[fe80::1%eth0]:80\t0\t 77:none\n")
-    socks = F.listening_sockets(report)
-    assert socks[0] == {"address": "127.0.0.1", "port": 30000, "uid": 999,
-                        "owners": [{"pid": "1380", "unit": "sglang-prefill.service"}]}
-    assert socks[1]["address"] == "::" and socks[1]["port"] == 22 and len(socks[1]["owners"]) == 2
-    assert socks[2] == {"address": "0.0.0.0", "port": 31999, "uid": 0, "owners": []}
-    assert socks[3]["address"] == "fe80::1" and socks[3]["owners"] == [{"pid": "77", "unit": "none"}]
-
-
-# --- preflight: a correct layout passes -------------------------------------------------------------
-
-def test_reference_layout_has_no_problem():
-    assert _problems() == []
-
-
-def test_gpu_less_local_layout_has_no_problem():
-    prefill = [{"name": "prefill", "numa_node": 0, "port": 30000, "bootstrap_port": 8998, "dist_init_port": 30335}]
-    decode = [{"name": "decode", "numa_node": 0, "port": 30002, "dist_init_port": 30435}]
-    assert _problems(instances=_instances(prefill, decode), gpus=None, numa_nodes=None,
-                     router={"port": 30001, "prometheus_port": 29000, "workers": _workers(prefill, decode)}) == []
-
-
-# --- preflight: each rejection ----------------------------------------------------------------------
-
-def test_duplicate_instance_names():
-    decode = [dict(DECODE[0], name="prefill")]
-    _one(_problems(instances=_instances(decode=decode), router=None),
-         "instance name 'prefill' is used by sglang_prefill_instances[prefill] and sglang_decode_instances[prefill]")
-
-
-def test_instance_named_like_the_router_unit():
-    decode = [dict(DECODE[0], name="router")]
-    _one(_problems(instances=_instances(decode=decode), router={"port": 30001, "prometheus_port": 29000}),
-         "named 'router'", "sglang-router.service")
-
-
-def test_invalid_instance_name():
-    decode = [dict(DECODE[0], name="de code")]
-    _one(_problems(instances=_instances(decode=decode), router=None), "has name 'de code'")
-
-
-def test_gpu_used_by_two_instances():
-    decode = [dict(DECODE[0], gpus=[3, 5, 6, 7])]
-    problems = _problems(instances=_instances(decode=decode), router=None)
-    assert any("GPU 3 is given to both sglang_prefill_instances[prefill] and sglang_decode_instances[decode]" in p
-               for p in problems), problems
-    # GPU 3 is on node 0 while decode is bound to node 1: reported too, and nothing else.
-    assert len(problems) == 2, problems
-
-
-def test_tp_size_must_match_gpus():
-    prefill = [dict(PREFILL[0], tp_size=8)]
-    _one(_problems(instances=_instances(prefill=prefill), router=None),
-         "sglang_prefill_instances[prefill].tp_size is 8 but gpus lists 4 GPU(s) [0, 1, 2, 3]")
-
-
-@pytest.mark.parametrize("key, value, first, second", [
-    ("port", 30000, "sglang_prefill_instances[prefill].port", "sglang_decode_instances[decode].port"),
-    ("dist_init_port", 30335, "sglang_prefill_instances[prefill].dist_init_port",
-     "sglang_decode_instances[decode].dist_init_port"),
-    ("bootstrap_port", 8998, "sglang_prefill_instances[prefill].bootstrap_port",
-     "sglang_decode_instances[decode].bootstrap_port"),
-    ("port", 30001, "sglang_decode_instances[decode].port", "sglang_router_port"),
-    ("port", 29000, "sglang_decode_instances[decode].port", "sglang_router_prometheus_port"),
-])
-def test_port_clashes(key, value, first, second):
-    decode = [dict(DECODE[0], **{key: value})]
-    _one(_problems(instances=_instances(decode=decode), router={"port": 30001, "prometheus_port": 29000}),
-         "port %s is used by both %s and %s" % (value, first, second))
-
-
-def test_router_port_clashes_with_its_metrics():
-    _one(_problems(router={"port": 30001, "prometheus_port": 30001, "workers": _workers()}),
-         "port 30001 is used by both sglang_router_port and sglang_router_prometheus_port")
-
-
-def test_port_out_of_range():
-    decode = [dict(DECODE[0], port=70000)]
-    _one(_problems(instances=_instances(decode=decode), router=None),
-         "sglang_decode_instances[decode].port must be a port between 1 and 65535, got 70000")
-
-
-def test_port_held_by_a_foreign_process():
-    listeners = F.listening_sockets("127.0.0.1:30002\t0\t 4242:none\n")
-    _one(_problems(listeners=listeners),
-         "sglang_decode_instances[decode].port wants port 30002 but 127.0.0.1:30002 is already held by "
-         "pid 4242 (not a systemd service)")
-
-
-def test_port_held_by_another_unit_is_named():
-    listeners = F.listening_sockets("0.0.0.0:30001\t0\t 99:nginx.service\n")
-    _one(_problems(listeners=listeners), "sglang_router_port wants port 30001", "pid 99 (nginx.service)")
-
-
-def test_port_held_by_our_units_is_fine():
-    listeners = F.listening_sockets("127.0.0.1:30000\t999\t 10:sglang-prefill.service\n"
-                                    "0.0.0.0:30001\t999\t 11:sglang-router.service\n")
-    assert _problems(listeners=listeners) == []
-
-
-def test_port_owner_unknown_decided_by_socket_uid():
-    # Containers without CAP_SYS_PTRACE: ss shows no process, only the socket's uid.
-    listeners = F.listening_sockets("127.0.0.1:30000\t999\t\n127.0.0.1:30002\t0\t\n")
-    _one(_problems(listeners=listeners, own_uids=[999]),
-         "sglang_decode_instances[decode].port wants port 30002", "a process of uid 0 that is not the service user")
-
-
-def test_listener_on_an_unrelated_port_is_ignored():
-    assert _problems(listeners=F.listening_sockets("0.0.0.0:22\t0\t 1:ssh.service\n")) == []
-
-
-def test_unknown_reasoning_parser_suggests_the_hyphenated_name():
-    _one(_problems(model=dict(MODEL, reasoning_parser="deepseekv4")),
-         "sglang_model_reasoning_parser 'deepseekv4' is not a reasoning parser of sglang 0.5.23 "
-         "(did you mean 'deepseek-v4'?)")
-
-
-def test_unknown_tool_call_parser():
-    _one(_problems(model=dict(MODEL, tool_call_parser="deepseek-v4")),
-         "sglang_model_tool_call_parser 'deepseek-v4' is not a tool-call parser", "did you mean 'deepseekv4'?")
-
-
-@pytest.mark.parametrize("reasoning, tool", [("deepseek-v4", "deepseekv3"), ("qwen3", "deepseekv4"),
-                                             ("deepseek-r1", "deepseekv4")])
-def test_parser_pair_from_different_families(reasoning, tool):
-    _one(_problems(model=dict(MODEL, reasoning_parser=reasoning, tool_call_parser=tool)),
-         "sglang_model_reasoning_parser %r and sglang_model_tool_call_parser %r belong to different model families"
-         % (reasoning, tool))
-
-
-@pytest.mark.parametrize("reasoning, tool", [("deepseek-v4", "deepseekv32"), ("qwen3", "qwen25"), ("", "deepseekv4"),
-                                             ("auto", "hermes"), ("deepseek-v4", "")])
-def test_parser_pairs_that_belong_together(reasoning, tool):
-    assert _problems(model=dict(MODEL, reasoning_parser=reasoning, tool_call_parser=tool)) == []
-
-
-def test_every_paired_parser_is_a_known_choice():
-    for reasoning, tools in F.PARSER_PAIRS.items():
-        assert reasoning in F.REASONING_PARSERS, reasoning
-        assert set(tools) <= set(F.TOOL_CALL_PARSERS), (reasoning, tools)
-
-
-def test_unknown_transfer_backend():
-    _one(_problems(model=dict(MODEL, transfer_backend="nccl")), "sglang_model_transfer_backend 'nccl' is not one of")
-
-
-@pytest.mark.parametrize("value", [0, 1, 1.2, -0.1, "0.8"])
-def test_mem_fraction_outside_zero_one(value):
-    decode = [dict(DECODE[0], mem_fraction_static=value)]
-    _one(_problems(instances=_instances(decode=decode), router=None),
-         "sglang_decode_instances[decode].mem_fraction_static must be a number strictly between 0 and 1, got %r"
-         % (value,))
-
-
-@pytest.mark.parametrize("value", [0, -8192])
-def test_non_positive_context_length(value):
-    _one(_problems(model=dict(MODEL, context_length=value)),
-         "sglang_model_context_length must be a positive integer (tokens), got %r" % value)
-    decode = [dict(DECODE[0], context_length=value)]
-    _one(_problems(instances=_instances(decode=decode), router=None),
-         "sglang_decode_instances[decode].context_length must be a positive integer, got %r" % value)
-
-
-def test_empty_model_path():
-    _one(_problems(model=dict(MODEL, model_path="")), "sglang_model_path is empty")
-
-
-def test_missing_model_path_and_chat_template():
-    results = [
-        {"item": {"var": "sglang_server_model_path", "path": "/models/x"}, "stat": {"exists": False}},
-        {"item": {"var": "sglang_server_chat_template", "path": "/t.jinja"}, "stat": {"exists": True}},
-        {"item": {"var": "sglang_server_chat_template", "path": "/skipped"}, "skipped": True},
+def test_wait_endpoints_reach_wildcard_binds_over_loopback_and_skip_bad_ports():
+    host_vars = {"gpu": {"ansible_host": "10.0.0.21", "sglang_decode_instances": [
+        {"name": "decode", "port": 30002, "host": "0.0.0.0"}, {"name": "v6", "port": 30004, "host": "::"},
+        {"name": "private", "port": 30006, "host": "10.0.0.21"}, {"name": "broken", "port": "30008"}]}}
+    topology = build_topology(host_vars, {"sglang_decode": ["gpu"]})
+    assert [(e["name"], e["url"]) for e in F.wait_endpoints(topology, "gpu")] == [
+        ("sglang-decode.service", "http://127.0.0.1:30002"),
+        ("sglang-v6.service", "http://[::1]:30004"),
+        ("sglang-private.service", "http://10.0.0.21:30006"),
     ]
-    _one(_problems(path_results=results), "sglang_server_model_path points to /models/x, which does not exist")
-
-
-def test_router_without_prefill_or_decode():
-    problems = _problems(router={"port": 30001, "prometheus_port": 29000, "workers": {"prefill": [], "decode": []},
-                                 "decode_group": "gpu_decode"})
-    assert len(problems) == 2, problems
-    assert "the router has no prefill worker: no host of group sglang_prefill" in problems[0]
-    assert "the router has no decode worker: no host of group gpu_decode" in problems[1]
-
-
-def test_router_cannot_reach_loopback_server_on_another_host():
-    hostvars = {"gpu1": {"sglang_prefill_instances": PREFILL, "sglang_decode_instances": DECODE}}
-    workers = F.pd_router_workers(hostvars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"]})
-    problems = _problems(host="edge", instances=[], router={"port": 30001, "prometheus_port": 29000,
-                                                            "workers": workers})
-    assert len(problems) == 2, problems
-    assert "the router cannot reach sglang_prefill_instances[prefill] on gpu1: it binds 127.0.0.1" in problems[0]
-
-
-def test_two_workers_with_the_same_url():
-    hostvars = {"a": {"sglang_decode_instances": [{"name": "d", "port": 1, "host": "10.0.0.9"}]},
-                "b": {"sglang_decode_instances": [{"name": "d", "port": 1, "host": "10.0.0.9"}]}}
-    workers = F.pd_router_workers(hostvars, {"sglang_decode": ["a", "b"]})
-    workers["prefill"] = _workers()["prefill"]
-    problems = _problems(router={"port": 30001, "prometheus_port": 29000, "workers": workers})
-    assert any("both resolve to http://10.0.0.9:1" in p for p in problems), problems
-
-
-def test_numa_node_the_host_does_not_have():
-    decode = [dict(DECODE[0], numa_node=3)]
-    problems = _problems(instances=_instances(decode=decode), router=None, gpus=None)
-    _one(problems, "sglang_decode_instances[decode].numa_node is 3 but the host has NUMA node(s) [0, 1]")
-
-
-def test_numa_node_not_matching_gpu_affinity():
-    prefill = [dict(PREFILL[0], numa_node=1)]
-    problems = _problems(instances=_instances(prefill=prefill), router=None)
-    assert len(problems) == 4, problems  # one per GPU 0-3
-    assert "sglang_prefill_instances[prefill].numa_node is 1 but GPU 0 is attached to NUMA node 0 (gpu_facts)" \
-        in problems[0]
-
-
-def test_gpu_affinity_unknown_is_not_a_problem():
-    gpus = [{"index": i, "numa_node": None} for i in range(8)]
-    assert _problems(gpus=gpus) == []
-
-
-def test_gpu_index_the_host_does_not_have():
-    decode = [dict(DECODE[0], gpus=[4, 5, 6, 8])]
-    _one(_problems(instances=_instances(decode=decode), router=None),
-         "sglang_decode_instances[decode].gpus uses GPU 8 but the host has GPU index(es)")
-
-
-def test_numa_binding_none_skips_numa_checks():
-    decode = [dict(DECODE[0], numa_node=7)]
-    assert _problems(instances=_instances(decode=decode), router=None, numa_binding="none") == []
-
-
-def test_numactl_missing():
-    _one(_problems(numactl_present=False), "sglang_server_numa_binding is 'numactl' but numactl is not installed")
-
-
-def test_nvidia_uvm_missing():
-    _one(_problems(nvidia_uvm_missing=True), "/dev/nvidia-uvm is missing")
-
-
-def test_all_problems_are_reported_at_once():
-    decode = [dict(DECODE[0], name="prefill", port=30000, mem_fraction_static=2)]
-    problems = _problems(instances=_instances(decode=decode), router=None,
-                         model=dict(MODEL, reasoning_parser="deepseek_v4"))
-    assert len(problems) == 4, problems
-
-
-def test_model_checks_skipped_without_model():
-    assert _problems(model=None, instances=_instances()) == []
-
-
-# --- validate play helpers --------------------------------------------------------------------------
-
-def test_wait_endpoint_reaches_wildcard_binds_over_loopback():
-    inst = F.normalize_instances([{"name": "decode", "port": 30002, "host": "0.0.0.0"}], "decode")[0]
-    assert F.wait_endpoint(inst) == {"url": "http://127.0.0.1:30002", "kind": "server",
-                                     "unit": "sglang-decode.service", "name": "sglang-decode.service"}
 
 
 def test_ready_line():
-    assert F.ready_line({"name": "sglang-prefill.service", "url": "http://127.0.0.1:30000", "ready": True,
-                         "seconds": 20.04, "kind": "server"}) == \
-        "sglang-prefill.service http://127.0.0.1:30000 ready in 20.0 s"
+    assert F.ready_line({"name": "sglang-prefill.service", "url": "http://127.0.0.1:30000", "ready": True, "seconds": 20.04,
+                         "kind": "server"}) == "sglang-prefill.service http://127.0.0.1:30000 ready in 20.0 s"
     line = F.ready_line({"name": "r", "url": "u", "ready": True, "seconds": 1, "kind": "router",
-                         "details": {"workers": {"prefill": {"healthy": 1, "total": 1},
-                                                 "decode": {"healthy": 1, "total": 1},
+                         "details": {"workers": {"prefill": {"healthy": 1, "total": 1}, "decode": {"healthy": 1, "total": 2},
                                                  "regular": {"healthy": 0, "total": 0}}}})
-    assert line == "r u ready in 1.0 s (workers: decode 1/1 healthy, prefill 1/1 healthy)"
-    assert F.ready_line({"name": "x", "url": "u", "ready": False, "failure": "unit failed"}) == \
-        "x u NOT ready (unit failed)"
-
-
-def test_flag_check_lines_are_the_unit_arguments_as_strings():
-    prefill = _instances()[0]
-    lines = F.flag_check_lines([prefill], MODEL)
-    assert lines == [{"name": "prefill",
-                      "argv": [str(word) for line in F.server_args(prefill, MODEL) for word in line]}]
-    assert lines[0]["argv"][:4] == ["--model-path", "/models/DeepSeek-V4-Flash", "--served-model-name",
-                                    "deepseek-v4-flash"]
-    assert "--mem-fraction-static" in lines[0]["argv"] and "0.8" in lines[0]["argv"]
-
-
-def test_wrong_shapes_are_named_not_crashed_on():
-    decode = [dict(DECODE[0], gpus="4,5,6,7", extra_args="--foo", env=["A=1"])]
-    problems = _problems(instances=_instances(decode=decode), router=None)
-    assert len(problems) == 3, problems
-    assert "sglang_decode_instances[decode].gpus must be a list of GPU indexes" in problems[0]
-    assert "sglang_decode_instances[decode].extra_args must be a list of strings" in problems[1]
-    assert "sglang_decode_instances[decode].env must be a dict" in problems[2]
-
-
-def test_port_held_by_an_instance_that_left_the_inventory_is_ours():
-    # A renamed instance: the old unit still holds the port until the role stops it.
-    listeners = F.listening_sockets("127.0.0.1:30002\t999\t 12:sglang-decode-old.service\n")
-    assert _problems(listeners=listeners) == []
+    assert line == "r u ready in 1.0 s (workers: decode 1/2 healthy, prefill 1/1 healthy)"
+    assert F.ready_line({"name": "r", "url": "u", "ready": True, "kind": "router", "details": {"workers": {"total": 3}}}) == (
+        "r u ready in 0.0 s (workers: total 3)")
+    assert F.ready_line({"name": "x", "url": "u", "ready": False, "failure": "unit failed"}) == "x u NOT ready (unit failed)"
+    assert F.ready_line({"url": "u", "ready": False, "last_status": 503}) == "u u NOT ready (503)"
+    assert F.ready_line({"name": "x", "url": "u", "ready": False}) == "x u NOT ready (no answer)"
+    # Workers are only summarised for the router.
+    assert F.ready_line({"name": "s", "url": "u", "ready": True, "seconds": 2, "kind": "server",
+                         "details": {"workers": {"decode": 1}}}) == "s u ready in 2.0 s"

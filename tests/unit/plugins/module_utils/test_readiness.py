@@ -206,6 +206,15 @@ def test_router_without_workers_endpoint():
     assert state.last_status.startswith('GET /workers -> 404')
 
 
+@pytest.mark.parametrize('status', [401, 403])
+def test_router_refusing_the_key_is_fatal_at_once(status):
+    client = FakeClient({('GET', '/workers'): (status, {'error': 'unauthorized'})})
+    ok, state = probe('router', client)
+    assert ok is False
+    assert state.fatal.startswith('the router answers %d: it requires an API key' % status)
+    assert 'sglang_router_api_key' in state.fatal
+
+
 # ---- units and processes --------------------------------------------------------------------
 
 def test_parse_systemctl_show():

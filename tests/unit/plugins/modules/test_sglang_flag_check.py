@@ -153,3 +153,46 @@ def test_nested_values_are_rejected(fake_sglang, run):
                           "command_lines": lines(("prefill", ["--model-path", ["/m"]]))})
     assert failed
     assert "not a word" in result["msg"]
+
+
+# --- parser=router: the real sglang-router 0.3.2 installed in this venv, the collection's own line ---
+
+def _router_argv(**settings):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv, router_args
+    router = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
+    workers = {"prefill": [{"url": "http://10.0.0.11:30000", "bootstrap_port": 8998},
+                           {"url": "http://10.0.0.11:30010", "bootstrap_port": 8999}],
+               "decode": [{"url": "http://10.0.0.21:30002"}]}
+    base = {"policy": "cache_aware", "request_timeout_secs": 1800, "worker_startup_timeout_secs": 1800,
+            "worker_startup_check_interval": 2, "health_check_interval_secs": 10, "health_failure_threshold": 2,
+            "health_success_threshold": 1, "health_check_timeout_secs": 5, "retry_max_retries": 3,
+            "cb_failure_threshold": 10, "cb_success_threshold": 2, "cb_timeout_duration_secs": 20,
+            "disable_circuit_breaker": False, "log_level": "info"}
+    base.update(settings)
+    return argv(router_args(router, workers, base, api_key=True))
+
+
+def test_router_parser_accepts_every_flag_the_collection_renders(run):
+    result, failed = run({"python": sys.executable, "parser": "router",
+                          "command_lines": lines(("router", _router_argv()),
+                                                 ("switches", _router_argv(disable_circuit_breaker=True,
+                                                                           disable_retries=True)))})
+    assert not failed, result
+    assert result["sglang_version"] == "0.3.2"
+    assert "sglang-router 0.3.2 accepts all 2 command line(s)" == result["msg"]
+
+
+def test_router_parser_rejects_a_bad_policy_with_a_suggestion(run):
+    result, failed = run({"python": sys.executable, "parser": "router",
+                          "command_lines": lines(("router", _router_argv(policy="cache-aware")))})
+    assert failed
+    entry = result["results"][0]
+    assert entry["flag"] == "--policy" and entry["suggestion"] == "cache_aware", entry
+    assert result["msg"].startswith("sglang-router 0.3.2 rejects 1 of 1 command line(s): router: argument --policy")
+
+
+def test_router_parser_rejects_an_unknown_extra_flag(run):
+    result, failed = run({"python": sys.executable, "parser": "router",
+                          "command_lines": lines(("router", _router_argv(extra_args=["--health-check-intervall", "5"])))})
+    assert failed
+    assert result["results"][0]["suggestion"] == "--health-check-interval-secs", result["results"][0]

@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Command lines of the model servers (sglang.launch_server) and the PD router (sglang_router.launch_router).
+
+Each is a list of lines; a line is the flag first, then its values, unquoted (the unit renderer
+quotes them). The same lines go to the installed packages' own argument parsers (sglang_flag_check)
+before a unit changes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# Router settings -> flag, in the order they appear in the unit. None or "" leaves a flag out.
+ROUTER_FLAGS = (
+    ("policy", "--policy"),
+    ("prefill_policy", "--prefill-policy"),
+    ("decode_policy", "--decode-policy"),
+    ("request_timeout_secs", "--request-timeout-secs"),
+    ("worker_startup_timeout_secs", "--worker-startup-timeout-secs"),
+    ("worker_startup_check_interval", "--worker-startup-check-interval"),
+    ("health_check_interval_secs", "--health-check-interval-secs"),
+    ("health_failure_threshold", "--health-failure-threshold"),
+    ("health_success_threshold", "--health-success-threshold"),
+    ("health_check_timeout_secs", "--health-check-timeout-secs"),
+    ("retry_max_retries", "--retry-max-retries"),
+    ("retry_initial_backoff_ms", "--retry-initial-backoff-ms"),
+    ("retry_max_backoff_ms", "--retry-max-backoff-ms"),
+    ("cb_failure_threshold", "--cb-failure-threshold"),
+    ("cb_success_threshold", "--cb-success-threshold"),
+    ("cb_timeout_duration_secs", "--cb-timeout-duration-secs"),
+    ("shutdown_grace_period_secs", "--shutdown-grace-period-secs"),
+    ("log_level", "--log-level"),
+)
+# Boolean router settings -> flag given when true.
+ROUTER_SWITCHES = (
+    ("disable_circuit_breaker", "--disable-circuit-breaker"),
+    ("disable_retries", "--disable-retries"),
+)
+# The router's API key stays out of the unit file: the unit passes this environment variable.
+ROUTER_API_KEY_ENV = "SGLANG_ROUTER_API_KEY"
+
+
+def group_args(tokens):
+    """Group a flat list of words into lines: a new line at each word starting with -."""
+    lines = []
+    for token in tokens or []:
+        token = str(token)
+        if token.startswith("-") or not lines:
+            lines.append([token])
+        else:
+            lines[-1].append(token)
+    return lines
+
+
+def server_args(instance, model, numa_binding="numactl", enable_metrics=True):
+    """The sglang.launch_server lines of one normalized instance.
+
+    ``model``: model_path, served_model_name, chat_template, reasoning_parser, tool_call_parser,
+    transfer_backend, context_length, extra_args (shared by every instance).
+    """
+    model = model or {}
+    lines = [["--model-path", model.get("model_path")]]
+    if model.get("served_model_name"):
+        lines.append(["--served-model-name", model["served_model_name"]])
+    lines += [
+        ["--host", instance["host"]],
+        ["--port", instance["port"]],
+        ["--tp-size", instance["tp_size"]],
+        ["--disaggregation-mode", instance["mode"]],
+    ]
+    if model.get("transfer_backend"):
+        lines.append(["--disaggregation-transfer-backend", model["transfer_backend"]])
+    if instance.get("bootstrap_port") is not None:
+        lines.append(["--disaggregation-bootstrap-port", instance["bootstrap_port"]])
+    if instance.get("dist_init_port") is not None:
+        lines.append(["--dist-init-addr", "%s:%s" % (instance["dist_init_host"], instance["dist_init_port"])])
+    if instance.get("mem_fraction_static") is not None:
+        lines.append(["--mem-fraction-static", instance["mem_fraction_static"]])
+    context_length = instance.get("context_length")
+    if context_length is None:
+        context_length = model.get("context_length")
+    if context_length is not None:
+        lines.append(["--context-length", context_length])
+    if model.get("chat_template"):
+        lines.append(["--chat-template", model["chat_template"]])
+    if model.get("reasoning_parser"):
+        lines.append(["--reasoning-parser", model["reasoning_parser"]])
+    if model.get("tool_call_parser"):
+        lines.append(["--tool-call-parser", model["tool_call_parser"]])
+    if numa_binding == "sglang" and instance.get("numa_node") is not None:
+        lines.append(["--numa-node"] + [instance["numa_node"]] * int(instance["tp_size"]))
+    if enable_metrics:
+        lines.append(["--enable-metrics"])
+    lines += group_args(model.get("extra_args"))
+    lines += group_args(instance.get("extra_args"))
+    return lines
+
+
+def router_args(router, workers, settings, api_key=False):
+    """The sglang_router.launch_router lines: PD mode, every worker, the listen addresses, the settings.
+
+    ``router``: a topology router (host, port, prometheus_host, prometheus_port). ``workers``: the
+    topology's {"prefill": [...], "decode": [...]}. ``settings``: keys of ROUTER_FLAGS and
+    ROUTER_SWITCHES, plus extra_args. ``api_key``: add ``--api-key ${SGLANG_ROUTER_API_KEY}``.
+    """
+    lines = [["--pd-disaggregation"]]
+    for worker in workers.get("prefill") or []:
+        line = ["--prefill", worker["url"]]
+        if worker.get("bootstrap_port") is not None:
+            line.append(worker["bootstrap_port"])
+        lines.append(line)
+    for worker in workers.get("decode") or []:
+        lines.append(["--decode", worker["url"]])
+    lines += [
+        ["--host", router["host"]],
+        ["--port", router["port"]],
+        ["--prometheus-host", router["prometheus_host"]],
+        ["--prometheus-port", router["prometheus_port"]],
+    ]
+    for key, flag in ROUTER_FLAGS:
+        value = settings.get(key)
+        if value is not None and value != "":
+            lines.append([flag, value])
+    for key, flag in ROUTER_SWITCHES:
+        if settings.get(key):
+            lines.append([flag])
+    lines += group_args(settings.get("extra_args"))
+    if api_key:
+        lines.append(["--api-key", "${%s}" % ROUTER_API_KEY_ENV])
+    return lines
+
+
+def argv(lines):
+    """The words of the lines, as the process receives them (after the launch command)."""
+    return [str(word) for line in lines for word in line]

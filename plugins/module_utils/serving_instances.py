@@ -1,0 +1,259 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Prefill and decode instances: the inventory's lists checked for shape and filled with defaults.
+
+An instance is one ``sglang.launch_server`` process (one systemd unit). ``normalize`` never raises on
+a bad inventory: it returns the instances it could read and one problem per mistake, each naming the
+variable to fix, so the preflight can list every mistake at once.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ipaddress
+import re
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
+
+MODES = ("prefill", "decode")
+UNIT_PREFIX = "sglang-"
+ROUTER_UNIT = "sglang-router.service"
+# SGLang's default --disaggregation-bootstrap-port: a prefill instance without one listens there.
+DEFAULT_BOOTSTRAP_PORT = 8998
+WILDCARD = ("0.0.0.0", "::", "*", "")
+
+
+def is_loopback(host):
+    """127.0.0.0/8, ::1 or localhost: reachable only from the host itself."""
+    host = str(host or "").strip("[]")
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_INTEGER_KEYS = ("port", "bootstrap_port", "dist_init_port", "tp_size", "numa_node", "context_length")
+_HOST_KEYS = ("host", "advertise_host", "dist_init_host")
+KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env") + _INTEGER_KEYS + _HOST_KEYS
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def unit_name(name):
+    return "%s%s.service" % (UNIT_PREFIX, name)
+
+
+def instances_variable(mode):
+    return "sglang_%s_instances" % mode
+
+
+def instance_variable(inst):
+    """How messages name an instance: ``sglang_decode_instances[decode-0]``."""
+    return "%s[%s]" % (instances_variable(inst.get("mode")), inst.get("name"))
+
+
+def url_host(host):
+    """A host as it appears in a URL (IPv6 literals in brackets)."""
+    host = str(host)
+    if ":" in host and not host.startswith("["):
+        return "[%s]" % host
+    return host
+
+
+def _type_name(value):
+    """The YAML-level type of a value (Ansible may hand over subclasses of the builtin types)."""
+    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (dict, "mapping"),
+                       ((list, tuple), "list")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _check_fields(raw, var, host, problems):
+    for key in raw:
+        if key not in KNOWN_KEYS:
+            problems.append(problem(host, "%s.%s" % (var, key), "unknown key %r%s" % (key, suggest(key, KNOWN_KEYS)),
+                                    "use one of: %s (flags SGLang has no key for go in extra_args)"
+                                    % ", ".join(sorted(KNOWN_KEYS))))
+    for key in _INTEGER_KEYS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not is_int(value):
+            problems.append(problem(host, "%s.%s" % (var, key), "must be an integer, got %s %r" % (_type_name(value), value),
+                                    "write it without quotes, e.g. %s: 30000" % key if "port" in key else
+                                    "write a whole number without quotes"))
+        elif key.endswith("port") and not 1 <= value <= 65535:
+            problems.append(problem(host, "%s.%s" % (var, key), "must be a port between 1 and 65535, got %r" % value,
+                                    "choose a free TCP port"))
+        elif key == "tp_size" and value < 1:
+            problems.append(problem(host, "%s.tp_size" % var, "must be at least 1, got %r" % value,
+                                    "drop tp_size: it defaults to the number of GPUs"))
+        elif key == "numa_node" and value < 0:
+            problems.append(problem(host, "%s.numa_node" % var, "must be a NUMA node number (>= 0), got %r" % value,
+                                    "use a node of the host (numactl --hardware) or drop numa_node"))
+        elif key == "context_length" and value <= 0:
+            problems.append(problem(host, "%s.context_length" % var, "must be a positive number of tokens, got %r" % value,
+                                    "drop it to use sglang_model_context_length"))
+    for key in _HOST_KEYS:
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(problem(host, "%s.%s" % (var, key), "must be a host name or address, got %s %r"
+                                    % (_type_name(value), value), "write an address such as 10.0.0.11"))
+    if "port" not in raw or raw.get("port") is None:
+        problems.append(problem(host, "%s.port" % var, "is required", "give the instance its HTTP port, e.g. port: 30000"))
+    gpus = raw.get("gpus")
+    if gpus is not None:
+        if not isinstance(gpus, (list, tuple)) or any(not is_int(g) or g < 0 for g in gpus):
+            problems.append(problem(host, "%s.gpus" % var, "must be a list of GPU indexes (integers >= 0), got %r" % (gpus,),
+                                    "write it as a list, e.g. gpus: [0, 1, 2, 3]"))
+        elif len(set(gpus)) != len(gpus):
+            problems.append(problem(host, "%s.gpus" % var, "lists a GPU twice: %r" % (list(gpus),),
+                                    "list each GPU once"))
+    mem = raw.get("mem_fraction_static")
+    if mem is not None and (isinstance(mem, bool) or not isinstance(mem, (int, float)) or not 0 < mem < 1):
+        problems.append(problem(host, "%s.mem_fraction_static" % var,
+                                "must be a number strictly between 0 and 1, got %r" % (mem,),
+                                "e.g. 0.85 (the share of GPU memory for weights and KV cache)"))
+    extra = raw.get("extra_args")
+    if extra is not None and (not isinstance(extra, (list, tuple))
+                              or any(isinstance(a, (dict, list, tuple)) or a is None for a in extra)):
+        problems.append(problem(host, "%s.extra_args" % var, "must be a list of strings, got %r" % (extra,),
+                                "one word per item, e.g. [--chunked-prefill-size, 8192]"))
+    env = raw.get("env")
+    if env is not None and (not isinstance(env, dict)
+                            or any(isinstance(v, (dict, list, tuple)) or v is None for v in env.values())):
+        problems.append(problem(host, "%s.env" % var, "must be a mapping of variable names to values, got %r" % (env,),
+                                "e.g. env: {UCX_NET_DEVICES: mlx5_0:1}"))
+
+
+def normalize(raw_list, mode, inventory_host, server_host="127.0.0.1", metrics=True):
+    """``(instances, problems)`` for one host's ``sglang_<mode>_instances``.
+
+    Instances get every key: mode, unit, host (the bind address, ``server_host`` when unset),
+    bootstrap_port (prefill: SGLang's default 8998 when unset, so clashes are visible), dist_init_host
+    (loopback), gpus ([]), tp_size (len(gpus), at least 1), numa_node, mem_fraction_static,
+    context_length, advertise_host, extra_args ([]), env ({}), metrics and inventory_host.
+    Values of the wrong type are kept as given (and reported); entries that are not mappings are dropped.
+    """
+    variable = instances_variable(mode)
+    problems = []
+    if raw_list is None:
+        return [], problems
+    if not isinstance(raw_list, (list, tuple)):
+        problems.append(problem(inventory_host, variable, "must be a list of instances, got %s %r"
+                                % (_type_name(raw_list), raw_list),
+                                "write one mapping per instance: - {name: %s, port: 30000, gpus: [0]}" % mode))
+        return [], problems
+    instances = []
+    for index, raw in enumerate(raw_list):
+        if not isinstance(raw, dict):
+            problems.append(problem(inventory_host, "%s[%d]" % (variable, index),
+                                    "must be a mapping (name, port, gpus, ...), got %s %r" % (_type_name(raw), raw),
+                                    "write the instance as a mapping, e.g. {name: %s, port: 30000}" % mode))
+            continue
+        name = raw.get("name")
+        var = "%s[%s]" % (variable, name if name is not None else "#%d" % index)
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            problems.append(problem(inventory_host, "%s.name" % var, "is %r, not a valid instance name" % (name,),
+                                    "use letters, digits, '.', '_' or '-' (the unit is sglang-<name>.service)"))
+        _check_fields(raw, var, inventory_host, problems)
+        gpus = raw.get("gpus")
+        gpus = list(gpus) if isinstance(gpus, (list, tuple)) else ([] if gpus is None else gpus)
+        inst = {
+            "name": name if isinstance(name, str) else str(name),
+            "mode": mode,
+            "host": raw.get("host") or server_host or "127.0.0.1",
+            "port": raw.get("port"),
+            "bootstrap_port": raw.get("bootstrap_port"),
+            "dist_init_host": raw.get("dist_init_host") or "127.0.0.1",
+            "dist_init_port": raw.get("dist_init_port"),
+            "gpus": gpus,
+            "tp_size": raw.get("tp_size"),
+            "numa_node": raw.get("numa_node"),
+            "mem_fraction_static": raw.get("mem_fraction_static"),
+            "context_length": raw.get("context_length"),
+            "advertise_host": raw.get("advertise_host"),
+            "extra_args": list(raw["extra_args"]) if isinstance(raw.get("extra_args"), (list, tuple)) else (raw.get("extra_args") or []),
+            "env": dict(raw["env"]) if isinstance(raw.get("env"), dict) else (raw.get("env") or {}),
+            "metrics": bool(metrics),
+            "inventory_host": inventory_host,
+        }
+        inst["unit"] = unit_name(inst["name"])
+        if mode == "prefill" and inst["bootstrap_port"] is None:
+            inst["bootstrap_port"] = DEFAULT_BOOTSTRAP_PORT
+        if inst["tp_size"] is None:
+            inst["tp_size"] = max(len(gpus), 1) if isinstance(gpus, list) else 1
+        elif is_int(inst["tp_size"]) and isinstance(gpus, list) and gpus and inst["tp_size"] != len(gpus):
+            problems.append(problem(inventory_host, "%s.tp_size" % var, "is %s but gpus lists %d GPU(s) %r"
+                                    % (inst["tp_size"], len(gpus), gpus),
+                                    "make tp_size equal to the number of GPUs (or drop tp_size: it defaults to len(gpus))"))
+        instances.append(inst)
+    return instances, problems
+
+
+def host_problems(inventory_host, instances, router=None):
+    """Problems between the instances of one host (both modes) and its router, independent of the host's state.
+
+    Unique names, one GPU per instance, one port per purpose, no instance named like the router unit.
+    """
+    problems = []
+    names = {}
+    for inst in instances:
+        name = inst.get("name")
+        if name in names:
+            problems.append(problem(inventory_host, instance_variable(inst), "instance name %r is used by %s and %s"
+                                    % (name, instance_variable(names[name]), instance_variable(inst)),
+                                    "names must be unique per host (they name the units)"))
+        else:
+            names[name] = inst
+        if router is not None and inst.get("unit") == ROUTER_UNIT:
+            problems.append(problem(inventory_host, "%s.name" % instance_variable(inst),
+                                    "is named 'router', which clashes with the router unit %s" % ROUTER_UNIT,
+                                    "rename the instance"))
+    users = {}
+    for inst in instances:
+        gpus = inst.get("gpus") if isinstance(inst.get("gpus"), list) else []
+        for gpu in gpus:
+            if gpu in users and users[gpu] is not inst:
+                problems.append(problem(inventory_host, "%s.gpus" % instance_variable(inst),
+                                        "GPU %s is given to both %s and %s"
+                                        % (gpu, instance_variable(users[gpu]), instance_variable(inst)),
+                                        "give each GPU to one instance"))
+            else:
+                users.setdefault(gpu, inst)
+    problems.extend(_port_problems(inventory_host, host_ports(instances, router)))
+    return problems
+
+
+def host_ports(instances, router=None):
+    """``[(port, variable)]``: every TCP port this host's serving units will listen on."""
+    ports = []
+    for inst in instances:
+        for key in ("port", "bootstrap_port", "dist_init_port"):
+            if is_int(inst.get(key)):
+                ports.append((inst[key], "%s.%s" % (instance_variable(inst), key)))
+    if router is not None:
+        ports.append((router.get("port"), "sglang_router_port"))
+        if router.get("prometheus_port") is not None:
+            ports.append((router.get("prometheus_port"), "sglang_router_prometheus_port"))
+    return ports
+
+
+def _port_problems(inventory_host, ports):
+    problems = []
+    users = {}
+    for port, var in ports:
+        if port in users:
+            problems.append(problem(inventory_host, var, "port %s is used by both %s and %s" % (port, users[port], var),
+                                    "give each its own port"))
+        else:
+            users[port] = var
+    return problems

@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""managed_files run through main() with exit_json/fail_json patched, against files in tmp_path owned by the
+current user and group."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import grp
+import os
+import pwd
+import stat
+
+import pytest
+
+from ansible_collections.pdserve.sglang.plugins.modules import managed_files
+
+USER = pwd.getpwuid(os.getuid()).pw_name
+GROUP = grp.getgrgid(os.getgid()).gr_name
+MARKER = "# pdserve.sglang.sglang_server mode=decode"
+
+
+@pytest.fixture
+def run(module_runner):
+    """run(args, check_mode=False, diff=False) -> (result, failed) of managed_files.main()."""
+    def go(args, check_mode=False, diff=False):
+        if diff:
+            args = dict(args, _ansible_diff=True)
+        return module_runner(managed_files.main, args, check_mode)
+    return go
+
+
+def entry(path, content, mode="0644"):
+    return {"path": str(path), "content": content, "owner": USER, "group": GROUP, "mode": mode}
+
+
+def write(path, content, mode=0o644):
+    path.write_text(content)
+    path.chmod(mode)
+    return str(path)
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(str(path)).st_mode)
+
+
+def test_writes_only_what_differs(run, tmp_path):
+    same = write(tmp_path / "a.env", "A=1\n", 0o640)
+    older = write(tmp_path / "b.service", "old\n")
+    before = os.stat(same).st_mtime_ns, os.stat(same).st_ino
+    files = [entry(same, "A=1\n", "0640"), entry(older, "new\n"), entry(tmp_path / "c.env", "C=1\n", "0600")]
+    result, failed = run({"files": files})
+    assert failed is False, result
+    assert result["changed"] is True
+    assert result["changed_paths"] == [older, str(tmp_path / "c.env")]
+    assert result["stale"] == [] and result["removed"] == []
+    assert (tmp_path / "b.service").read_text() == "new\n"
+    assert (tmp_path / "c.env").read_text() == "C=1\n"
+    assert (os.stat(same).st_mtime_ns, os.stat(same).st_ino) == before
+    assert mode_of(same) == 0o640
+    assert mode_of(older) == 0o644
+    assert mode_of(tmp_path / "c.env") == 0o600
+    assert "diff" not in result
+    # No temporary files left behind.
+    assert sorted(os.listdir(str(tmp_path))) == ["a.env", "b.service", "c.env"]
+
+
+@pytest.mark.parametrize("old_mode, new_mode", [(0o644, "0600"), (0o600, "0644"), (0o755, "0640")])
+def test_a_rewritten_file_gets_the_asked_mode(run, tmp_path, old_mode, new_mode):
+    path = write(tmp_path / "u.service", "old\n", old_mode)
+    result, failed = run({"files": [entry(path, "new\n", new_mode)]})
+    assert failed is False and result["changed_paths"] == [path]
+    assert mode_of(path) == int(new_mode, 8)
+    assert run({"files": [entry(path, "new\n", new_mode)]})[0]["changed"] is False
+
+
+def test_second_run_is_idempotent(run, tmp_path):
+    files = [entry(tmp_path / "x.env", 'K="v"\n', "0640"), entry(tmp_path / "x.service", "[Unit]\n")]
+    first, dummy_failed = run({"files": files})
+    assert first["changed"] is True and len(first["changed_paths"]) == 2
+    second, failed = run({"files": files})
+    assert failed is False
+    assert second["changed"] is False and second["changed_paths"] == [] and second["removed"] == []
+
+
+def test_only_the_mode_differs(run, tmp_path):
+    path = write(tmp_path / "m.env", "A=1\n", 0o644)
+    result, dummy_failed = run({"files": [entry(path, "A=1\n", "0640")]}, diff=True)
+    assert result["changed"] is True and result["changed_paths"] == [path]
+    assert mode_of(path) == 0o640
+    assert result["diff"] == []  # the content did not change
+
+
+def test_check_mode_writes_nothing_but_reports(run, tmp_path):
+    older = write(tmp_path / "b.service", "old\n", 0o644)
+    files = [entry(older, "new\n"), entry(tmp_path / "c.env", "C=1\n", "0600"), entry(tmp_path / "b2.service", "x\n")]
+    write(tmp_path / "b2.service", "x\n", 0o600)
+    result, failed = run({"files": files}, check_mode=True, diff=True)
+    assert failed is False
+    assert result["changed"] is True
+    assert result["changed_paths"] == [older, str(tmp_path / "c.env"), str(tmp_path / "b2.service")]
+    assert (tmp_path / "b.service").read_text() == "old\n"
+    assert not (tmp_path / "c.env").exists()
+    assert mode_of(tmp_path / "b2.service") == 0o600
+    assert result["diff"] == [
+        {"before_header": older, "after_header": older, "before": "old\n", "after": "new\n"},
+        {"before_header": str(tmp_path / "c.env"), "after_header": str(tmp_path / "c.env"), "before": "", "after": "C=1\n"},
+    ]
+
+
+def test_diff_masks_secret_values(run, tmp_path):
+    path = write(tmp_path / "router.env", 'SGLANG_ROUTER_API_KEY="old-s3cret"\n', 0o640)
+    stale = write(tmp_path / "gone.env", MARKER + '\nKEY="new-s3cret"\n')
+    args = {"files": [entry(path, 'SGLANG_ROUTER_API_KEY="new-s3cret"\n', "0640")],
+            "prune": [{"directory": str(tmp_path), "pattern": "*.env", "marker": MARKER}],
+            "secret_values": ["old-s3cret", "new-s3cret", ""]}
+    result, failed = run(args, diff=True)
+    assert failed is False
+    assert result["diff"] == [
+        {"before_header": path, "after_header": path, "before": 'SGLANG_ROUTER_API_KEY="********"\n',
+         "after": 'SGLANG_ROUTER_API_KEY="********"\n'},
+        {"before_header": stale, "after_header": stale, "before": MARKER + '\nKEY="********"\n', "after": ""},
+    ]
+    assert "s3cret" not in repr(result)
+    assert (tmp_path / "router.env").read_text() == 'SGLANG_ROUTER_API_KEY="new-s3cret"\n'
+
+
+def prune_tree(tmp_path):
+    units = tmp_path / "units"
+    units.mkdir()
+    paths = {
+        "wanted": write(units / "sglang-decode.service", MARKER + "\n[Unit]\n"),
+        "stale": write(units / "sglang-decode-old.service", "# Ansible managed\n" + MARKER + "\n[Unit]\n"),
+        "unmarked": write(units / "sglang-handmade.service", "[Unit]\nDescription=not ours\n"),
+        "other_mode": write(units / "sglang-prefill.service", "# pdserve.sglang.sglang_server mode=prefill\n"),
+        "substring": write(units / "sglang-x.service", "# note: " + MARKER + "\n"),
+        "other_name": write(units / "notes.txt", MARKER + "\n"),
+    }
+    (units / "sglang-dir.service").mkdir()
+    return units, paths
+
+
+def test_prune_finds_marked_stale_files_only(run, tmp_path):
+    units, paths = prune_tree(tmp_path)
+    args = {"files": [entry(paths["wanted"], MARKER + "\n[Unit]\n")],
+            "prune": [{"directory": str(units), "pattern": "sglang-*.service", "marker": MARKER}]}
+    result, failed = run(args)
+    assert failed is False
+    assert result["stale"] == [paths["stale"]]
+    assert result["removed"] == [paths["stale"]]
+    assert result["changed"] is True and result["changed_paths"] == []
+    assert not os.path.exists(paths["stale"])
+    for key in ("wanted", "unmarked", "other_mode", "substring", "other_name"):
+        assert os.path.exists(paths[key]), key
+    again, dummy_failed = run(args)
+    assert again["changed"] is False and again["stale"] == []
+
+
+def test_prune_in_check_mode_reports_and_keeps(run, tmp_path):
+    units, paths = prune_tree(tmp_path)
+    args = {"files": [entry(paths["wanted"], MARKER + "\n[Unit]\n")],
+            "prune": [{"directory": str(units), "pattern": "sglang-*.service", "marker": MARKER}]}
+    result, failed = run(args, check_mode=True)
+    assert failed is False
+    assert result["changed"] is True and result["removed"] == [paths["stale"]]
+    assert os.path.exists(paths["stale"])
+
+
+def test_remove_stale_false_reports_only(run, tmp_path):
+    units, paths = prune_tree(tmp_path)
+    args = {"files": [entry(paths["wanted"], MARKER + "\n[Unit]\n")], "remove_stale": False,
+            "prune": [{"directory": str(units), "pattern": "sglang-*.service", "marker": MARKER}]}
+    result, failed = run(args)
+    assert failed is False
+    assert result["stale"] == [paths["stale"]] and result["removed"] == []
+    assert result["changed"] is False
+    assert os.path.exists(paths["stale"])
+
+
+def test_prune_several_places_and_a_missing_directory(run, tmp_path):
+    units, paths = prune_tree(tmp_path)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    env = write(conf / "decode-old.env", MARKER + "\n")
+    args = {"files": [entry(paths["wanted"], MARKER + "\n[Unit]\n")],
+            "prune": [{"directory": str(units), "pattern": "sglang-*.service", "marker": MARKER},
+                      {"directory": str(conf), "pattern": "*.env", "marker": MARKER},
+                      {"directory": str(tmp_path / "absent"), "pattern": "*", "marker": MARKER},
+                      {"directory": str(units), "pattern": "*", "marker": MARKER}]}
+    result, failed = run(args, check_mode=True)
+    assert failed is False
+    assert result["stale"] == [paths["stale"], env, paths["other_name"]]
+
+
+def test_check_mode_with_a_missing_directory_reports_instead_of_failing(run, tmp_path):
+    path = str(tmp_path / "not-yet" / "sglang-decode.service")
+    result, failed = run({"files": [entry(tmp_path / "not-yet" / "sglang-decode.service", "[Unit]\n")]}, check_mode=True, diff=True)
+    assert failed is False, result
+    assert result["changed"] is True and result["changed_paths"] == [path]
+    assert result["diff"] == [{"before_header": path, "after_header": path, "before": "", "after": "[Unit]\n"}]
+    assert not (tmp_path / "not-yet").exists()
+
+
+def test_check_mode_with_a_missing_owner_reports_instead_of_failing(run, tmp_path):
+    path = write(tmp_path / "u.service", "[Unit]\n")
+    item = dict(entry(path, "[Unit]\n"), owner="no-such-user-pdserve", group="no-such-group-pdserve")
+    result, failed = run({"files": [item]}, check_mode=True)
+    assert failed is False
+    assert result["changed_paths"] == [path]
+
+
+def test_a_missing_directory_fails_in_a_real_run(run, tmp_path):
+    path = str(tmp_path / "not-yet" / "sglang-decode.service")
+    result, failed = run({"files": [entry(tmp_path / "not-yet" / "sglang-decode.service", "[Unit]\n")]})
+    assert failed is True
+    assert result["msg"] == "cannot write %s: directory %s does not exist" % (path, str(tmp_path / "not-yet"))
+
+
+def test_a_missing_owner_and_group_fail_in_a_real_run(run, tmp_path):
+    path = str(tmp_path / "u.service")
+    item = dict(entry(path, "[Unit]\n"), owner="no-such-user-pdserve", group="no-such-group-pdserve")
+    result, failed = run({"files": [item]})
+    assert failed is True
+    assert result["msg"] == "cannot write %s: owner no-such-user-pdserve does not exist, group no-such-group-pdserve does not exist" % path
+    assert not os.path.exists(path)
+
+
+def test_nothing_is_written_when_one_file_cannot_be(run, tmp_path):
+    good = str(tmp_path / "good.env")
+    result, failed = run({"files": [entry(good, "A=1\n"), entry(tmp_path / "nodir" / "bad.env", "B=1\n")]})
+    assert failed is True
+    assert not os.path.exists(good)
+
+
+def test_relative_path_and_bad_mode(run, tmp_path):
+    result, failed = run({"files": [dict(entry(tmp_path / "x", "x"), path="relative/x")]})
+    assert failed is True and result["msg"] == "path relative/x is not absolute"
+    path = str(tmp_path / "x")
+    result, failed = run({"files": [entry(path, "x", "rw-r--r--")]})
+    assert failed is True and result["msg"] == "%s: mode 'rw-r--r--' is not an octal string such as '0644'" % path
+    assert not os.path.exists(path)
