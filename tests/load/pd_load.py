@@ -223,7 +223,7 @@ async def _watch(config, state, session, headers):
                 if last.get(worker_url) != now_state:
                     state["events"].append({"t": now, "url": worker_url, "worker_type": now_state[0],
                                             "healthy": now_state[1]})
-            last = {k: v for k, v in seen.items()}
+            last = seen
         await asyncio.sleep(config.watch_interval)
 
 
