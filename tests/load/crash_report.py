@@ -80,11 +80,12 @@ def verdict(result, kills, restarted=None):
     for kill in out:
         rel = kill["t"] - origin
 
-        def after(t, base=kill["t"]):
-            return "+%.2f s" % (t - base) if t is not None else "never"
+        def after(t, base=kill["t"], digits=2):
+            return "+%.*f s" % (digits, t - base) if t is not None else "never"
 
+        # systemd gives the restart time in whole seconds
         lines.append("kill -9 %s at %.2f s: router marked it down %s, unit active again %s, router took it back %s"
-                     % (kill["url"], rel, after(kill["down"]), after(kill["restarted"]), after(kill["up"])))
+                     % (kill["url"], rel, after(kill["down"]), after(kill["restarted"], digits=0), after(kill["up"])))
         if kill["failed"]:
             starts = [r["start"] - kill["t"] for r in kill["failed"]]
             classes = sorted(set(r["failure"] for r in kill["failed"]))

@@ -38,7 +38,7 @@ def test_streams_cut_before_the_mark_pass():
     decode, prefill = out["kills"]
     assert (decode["url"], decode["down"], decode["up"], decode["failed"]) == (D, 113.0, 125.0, 2)
     assert prefill["failed"] == 1
-    assert ("kill -9 %s at 10.00 s: router marked it down +3.00 s, unit active again +11.00 s, "
+    assert ("kill -9 %s at 10.00 s: router marked it down +3.00 s, unit active again +11 s, "
             "router took it back +15.00 s" % D) in out["lines"]
     assert "  2 failed stream(s) (http_502, stream_cut), started -1.00 .. +1.50 s from the kill " \
            "(router mark: +3.00 s)" in out["lines"]
