@@ -1,29 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The helpers sglang_install ships in files/ (build-skip inputs, job runner, preflight probe) and
-the agreement of defaults/main.yml with meta/argument_specs.yml. The role's build-skip logic end
-to end (build once, skip on rerun, rebuild on an input change) runs in the molecule scenario
-extensions/molecule/sglang_install."""
+"""The job runner sglang_install ships in files/ (long jobs and the report on them while they run), and the
+agreement of defaults/main.yml with every entry point of meta/argument_specs.yml. The role's
+"run when the inputs changed" logic end to end (build once, skip on rerun, rebuild on an input change)
+runs in the molecule scenario extensions/molecule/sglang_install."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
+import re
 import subprocess
-import sys
+import time
 
 import yaml
 
 ROLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_install"))
-FILES = os.path.join(ROLE, "files")
-
-
-def tree_hash(path):
-    return subprocess.check_output([sys.executable, os.path.join(FILES, "sglang_install_tree_hash.py"), str(path)],
-                                   text=True).strip()
+RUNNER = os.path.join(ROLE, "files", "sglang_install_run.sh")
 
 
 def make_tree(root):
@@ -33,75 +28,62 @@ def make_tree(root):
     return root
 
 
-def test_tree_hash_ignores_build_outputs_and_vcs(tmp_path):
-    src = make_tree(tmp_path / "src")
-    before = tree_hash(src)
-    assert len(before) == 64
-    for junk in ("build/lib/x.so", "dist/x.whl", "x.egg-info/PKG-INFO", ".git/HEAD", "pkg/__pycache__/a.pyc"):
-        path = src / junk
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("output")
-    assert tree_hash(src) == before
-
-
-def test_tree_hash_follows_content_names_and_modes(tmp_path):
-    src = make_tree(tmp_path / "src")
-    base = tree_hash(src)
-    (src / "pkg" / "kernel.cu").write_text("__global__ void k() { /* changed */ }\n")
-    changed = tree_hash(src)
-    assert changed != base
-    os.chmod(src / "setup.py", 0o755)
-    assert tree_hash(src) != changed
-    os.chmod(src / "setup.py", 0o644)
-    assert tree_hash(src) == changed
-    (src / "pkg" / "kernel.cu").rename(src / "pkg" / "other.cu")
-    assert tree_hash(src) != changed
+def wait(log, seconds="0", lines="5"):
+    return subprocess.check_output(["bash", RUNNER, "--wait", str(log), seconds, lines], universal_newlines=True)
 
 
 def test_runner_copies_source_runs_in_copy_and_records_status(tmp_path):
     src = make_tree(tmp_path / "src")
-    work = tmp_path / "work"
-    log = tmp_path / "build.log"
-    runner = os.path.join(FILES, "sglang_install_run.sh")
-    rc = subprocess.call(["bash", runner, str(work), str(log), str(src),
+    work = tmp_path / "build" / "fa" / "work"
+    log = tmp_path / "build" / "fa" / "build.log"  # its directory does not exist yet: the runner makes it
+    (tmp_path / "build").mkdir()
+    rc = subprocess.call(["bash", RUNNER, str(work), str(log), str(src),
                           'echo "arch=$TORCH_CUDA_ARCH_LIST"; touch built-here; exit 3'],
                          env=dict(os.environ, TORCH_CUDA_ARCH_LIST="12.0"))
     assert rc == 3
-    assert (tmp_path / "build.log.rc").read_text().strip() == "3"
+    assert (tmp_path / "build" / "fa" / "build.log.rc").read_text().strip() == "3"
+    assert (tmp_path / "build" / "fa" / "build.log.start").read_text().strip().isdigit()
     text = log.read_text()
     assert "arch=12.0" in text
-    assert "pdserve build: exit 3" in text
+    assert "pdserve job: exit 3" in text
     assert (work / "built-here").exists()
     assert not (src / "built-here").exists()
     assert (work / "pkg" / "kernel.cu").exists()
 
 
 def test_runner_success_and_missing_workdir(tmp_path):
-    runner = os.path.join(FILES, "sglang_install_run.sh")
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    assert subprocess.call(["bash", runner, str(checkout), str(tmp_path / "ok.log"), "", "true"]) == 0
+    assert subprocess.call(["bash", RUNNER, str(checkout), str(tmp_path / "ok.log"), "", "true"]) == 0
     assert (tmp_path / "ok.log.rc").read_text().strip() == "0"
-    assert subprocess.call(["bash", runner, str(tmp_path / "absent"), str(tmp_path / "no.log"), "", "true"]) == 127
+    assert subprocess.call(["bash", RUNNER, str(tmp_path / "absent"), str(tmp_path / "no.log"), "", "true"]) == 127
     assert (tmp_path / "no.log.rc").read_text().strip() == "127"
 
 
-def test_probe_reports_disk_per_filesystem(tmp_path):
-    existing = tmp_path / "venv"
-    existing.mkdir()
-    out = subprocess.check_output([sys.executable, os.path.join(FILES, "sglang_install_probe.py"), str(tmp_path / "no-cuda"),
-                                   "venv:1:%s" % existing, "build:2:%s" % (tmp_path / "new" / "build"),
-                                   "model:100000000:%s" % (tmp_path / "models" / "m")], text=True)
-    facts = json.loads(out)
-    assert facts["python"]["version"] == "%d.%d" % sys.version_info[:2]
-    assert facts["libc"]["name"] in ("glibc", "")
-    disk = {d["name"]: d for d in facts["disk"]}
-    assert disk["venv"]["need_gb"] == 0  # already there: a rerun needs nothing
-    assert disk["build"]["need_gb"] == 2
-    assert disk["build"]["checked"] == str(tmp_path)
-    assert disk["model"]["need_gb_total"] == 100000002  # same filesystem: the needs add up
-    assert disk["model"]["ok"] is False and disk["build"]["ok"] is False
-    assert facts["cuda"]["nvcc"] == "" or os.path.basename(facts["cuda"]["nvcc"]) == "nvcc"
+def test_runner_removes_the_status_of_an_earlier_run(tmp_path):
+    log = tmp_path / "job.log"
+    (tmp_path / "job.log.rc").write_text("0\n")
+    proc = subprocess.Popen(["bash", RUNNER, str(tmp_path), str(log), "", "sleep 2"])
+    try:
+        # Once the job has started (its log exists), the status of the earlier run is gone.
+        deadline = time.time() + 5
+        while time.time() < deadline and not (log.exists() and "pdserve job: start" in log.read_text()):
+            time.sleep(0.05)
+        assert not (tmp_path / "job.log.rc").exists()
+        assert wait(log, seconds="1").splitlines()[0].startswith("running ")
+    finally:
+        proc.wait()
+    assert wait(log).splitlines()[0].startswith("exit 0 after ")
+
+
+def test_wait_reports_status_elapsed_time_and_log_tail(tmp_path):
+    log = tmp_path / "job.log"
+    assert wait(log).splitlines() == ["running 0 s"]  # not started yet: no log
+    assert subprocess.call(["bash", RUNNER, str(tmp_path), str(log), "", "seq 1 10; exit 2"]) == 2
+    lines = wait(log, lines="3").splitlines()
+    assert re.match(r"^exit 2 after \d+ s$", lines[0])
+    assert lines[1:3] == ["9", "10"]
+    assert re.match(r"^pdserve job: exit 2 after \d+ s$", lines[3])
 
 
 def test_defaults_and_argument_specs_agree():
@@ -116,5 +98,26 @@ def test_defaults_and_argument_specs_agree():
         assert options[name].get("description"), name
         if "choices" in options[name]:
             assert value in options[name]["choices"], name
-    for name, option in specs["flag_check"]["options"].items():
-        assert option == options[name], name
+    assert sorted(specs) == ["builds", "main", "preflight"]
+    for entry in ("preflight", "builds"):
+        for name, option in specs[entry]["options"].items():
+            assert option == options[name], (entry, name)
+    # builds judges as the preflight does.
+    assert set(specs["preflight"]["options"]) < set(specs["builds"]["options"])
+
+
+def test_every_entry_point_has_a_task_file_and_no_other_is_used_from_outside():
+    with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
+        entries = set(yaml.safe_load(handle)["argument_specs"])
+    for entry in entries:
+        assert os.path.isfile(os.path.join(ROLE, "tasks", entry + ".yml")), entry
+    root = os.path.dirname(os.path.dirname(ROLE))
+    used = set()
+    for base, _dirs, files in os.walk(root):
+        if "/." in base:
+            continue
+        for name in files:
+            if name.endswith(".yml"):
+                with open(os.path.join(base, name)) as handle:
+                    used.update(re.findall(r"name: pdserve\.sglang\.sglang_install\s*\n\s*tasks_from: (\S+)", handle.read()))
+    assert used <= entries, used - entries

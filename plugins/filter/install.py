@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Filter of the sglang_install role: a thin wrapper over plugins/module_utils/install_plan.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.pdserve.sglang.plugins.module_utils.install_plan import plan
+
+
+def install_plan(facts, host, settings):
+    """What sglang_install does on a host and what stops it (see install_plan.yml)."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError("install_plan: settings must be a mapping, got %r" % (settings,))
+    if facts is not None and not isinstance(facts, dict):
+        raise AnsibleFilterError("install_plan: input must be the result of pdserve.sglang.install_facts, got %r" % (facts,))
+    return plan(str(host), dict(settings), dict(facts or {}))
+
+
+class FilterModule(object):
+    """pdserve.sglang filters of the install layer."""
+
+    def filters(self):
+        return {"install_plan": install_plan}

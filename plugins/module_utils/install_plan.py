@@ -1,0 +1,366 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The sglang_install role's decisions and its preflight judgement, from its settings and the host's facts.
+
+Pure: ``plan(host, settings, facts)`` takes the role's settings (its ``sglang_install_*`` variables without the
+prefix) and the result of the ``install_facts`` module, and returns what the role does (where NIXL comes from,
+the builds, whether CUDA and git are needed) and the problems that stop it, as ``{host, variable, message,
+fix}``. The decisions never depend on whether the problems are looked at: skipping the preflight changes
+nothing about what is installed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import posixpath
+import re
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, report, unique
+
+PREFIX = "sglang_install_"
+BUILD_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NETWORK_URL_RE = re.compile(r"^(https?|git|ssh)://")
+NIXL_SOURCES = ("auto", "pypi", "source", "none")
+# Issue in which SGLang's maintainers trace NIXL_ERR_BACKEND to the pip NIXL's bundled UCX.
+UCX_CONFLICT_REF = "NIXL_ERR_BACKEND, sgl-project/sglang#5709"
+
+
+def _version_tuple(text):
+    """``"2.36"`` -> ``(2, 36)``; None when it is not dotted numbers."""
+    parts = str(text or "").strip().split(".")
+    try:
+        return tuple(int(part) for part in parts)
+    except ValueError:
+        return None
+
+
+def nixl_mode(nixl_source, ucx_present):
+    """pypi, source or none: ``auto`` builds against a system UCX when there is one (its bundled UCX would clash)."""
+    if nixl_source == "auto":
+        return "source" if ucx_present else "pypi"
+    return nixl_source
+
+
+def builds(settings, mode):
+    """The kernel builds to consider: the inventory's items (mappings only) and NIXL's when built from source."""
+    items = settings.get("kernel_builds")
+    items = [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+    if mode == "source" and isinstance(settings.get("nixl_build"), dict):
+        items = items + [settings["nixl_build"]]
+    return items
+
+
+def git_users(settings, items):
+    """What asks for git, as (variable, reason) pairs (empty: git is not needed)."""
+    reasons = []
+    if settings.get("source") == "git":
+        reasons.append(("source", "SGLang from git (sglang_install_source: git)"))
+    if settings.get("chat_template_source") == "sglang":
+        reasons.append(("chat_template_source", "the chat template from the SGLang tree (sglang_install_chat_template_source: sglang)"))
+    nixl = settings.get("nixl_build")
+    repos = _names(item for item in items if "repo" in item and item is not nixl)
+    if repos:
+        reasons.append(("kernel_builds", "kernel builds from git (%s)" % ", ".join(repos)))
+    if any(item is nixl for item in items):
+        reasons.append(("nixl_source", "NIXL built from source against the system UCX (sglang_install_nixl_source: %s)"
+                        % settings.get("nixl_source")))
+    return reasons
+
+
+def _names(items):
+    """The build items' names, each once, in order."""
+    names = []
+    for item in items:
+        name = str(item.get("name"))
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def truthy(value):
+    """A YAML-ish boolean (``cuda: false``, ``"no"``, ``0``); anything else counts as true."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "no", "off", "0", "n", "f", "")
+    return bool(value)
+
+
+def needs_cuda(item):
+    """A build item needs the CUDA toolkit unless it says ``cuda: false``."""
+    return truthy(item.get("cuda", True))
+
+
+def _settings_problems(host, s):
+    """Settings that depend on each other."""
+    found = []
+
+    def add(var, message, fix):
+        found.append(problem(host, PREFIX + var, message, fix))
+
+    if truthy(s.get("offline", False)) and not s.get("wheelhouse"):
+        add("wheelhouse", "is empty, and sglang_install_offline installs from the wheelhouse only",
+            "set sglang_install_wheelhouse to a directory of wheels on the host, or sglang_install_offline to false")
+    if s.get("source") == "git":
+        for var in ("git_repo", "git_version"):
+            if not s.get(var):
+                add(var, "is empty, and sglang_install_source is git", "set the repository and the ref to check out")
+    if s.get("model_source", "none") != "none" and not s.get("model_path"):
+        add("model_path", "is empty, and sglang_install_model_source is %s" % s.get("model_source"),
+            "set the model directory (or sglang_install_model_source: none)")
+    if s.get("model_source") == "hf" and not s.get("model_repo_id"):
+        add("model_repo_id", "is empty, and sglang_install_model_source is hf",
+            "set the model's Hugging Face repository (org/name) and pin sglang_install_model_revision")
+    if s.get("chat_template_source") == "file" and not s.get("chat_template_file"):
+        add("chat_template_file", "is empty, and sglang_install_chat_template_source is file",
+            "set the template file on the controller")
+    if s.get("chat_template_source", "none") != "none" and not s.get("chat_template_dest"):
+        add("chat_template_dest", "is empty, and a chat template is to be put in place",
+            "set where --chat-template will point")
+    for var in ("venv", "root"):
+        value = s.get(var)
+        if value is not None and not str(value).startswith("/"):
+            add(var, "%r is not an absolute path" % (value,), "use an absolute path")
+    if s.get("nixl_source") not in NIXL_SOURCES:
+        add("nixl_source", "%r is not one of %s" % (s.get("nixl_source"), ", ".join(NIXL_SOURCES)),
+            "choose one of them")
+    return found
+
+
+def _build_problems(host, s, items):
+    """The kernel build items: shape, source, and unique names (the NIXL build included)."""
+    found = []
+    var = PREFIX + "kernel_builds"
+    raw = s.get("kernel_builds")
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        return [problem(host, var, "must be a list of mappings, got %r" % (raw,), "one mapping per build: {name, repo, version} or {name, src}")]
+    for index, item in enumerate(raw):
+        label = "%s[%s]" % (var, item.get("name") if isinstance(item, dict) and item.get("name") else index)
+        if not isinstance(item, dict):
+            found.append(problem(host, label, "must be a mapping, got %r" % (item,), "{name, repo, version} or {name, src}"))
+            continue
+        if not BUILD_NAME_RE.match(str(item.get("name") or "")):
+            found.append(problem(host, label, "needs a name of letters, digits, '.', '_' and '-' (got %r)" % (item.get("name"),),
+                                 "name each build; it is the directory of its checkout, log and record"))
+        git = "repo" in item and "version" in item
+        if git == ("src" in item) or ("repo" in item) != ("version" in item):
+            found.append(problem(host, label, "needs either repo + version (a git checkout) or src (a directory on the host), not both",
+                                 "set repo and version, or src"))
+        if "env" in item and not isinstance(item["env"], dict):
+            found.append(problem(host, label + ".env", "must be a mapping, got %r" % (item["env"],), "e.g. {NVCC_THREADS: '4'}"))
+        for key in ("command", "check", "subdir"):
+            if key in item and not isinstance(item[key], str):
+                found.append(problem(host, "%s.%s" % (label, key), "must be a string, got %r" % (item[key],), "one shell command line"))
+    names = [str(item.get("name")) for item in items if item.get("name")]
+    repeated = sorted(set(name for name in names if names.count(name) > 1))
+    if repeated:
+        fix = "rename them; each build needs its own directory and record"
+        if "nixl" in repeated and any(item is s.get("nixl_build") for item in items):
+            fix += " (the name nixl is the NIXL source build's)"
+        found.append(problem(host, var, "two items share a name: %s" % ", ".join(repeated), fix))
+    return found
+
+
+def _python_problems(host, s, facts):
+    found = []
+    py = facts.get("python") or {}
+    python = s.get("python")
+    if not py.get("found"):
+        found.append(problem(host, PREFIX + "python", "cannot be run: %s" % (py.get("error") or "no answer"),
+                             "set sglang_install_python to the interpreter the venv is made from"))
+        return found
+    versions = [str(v) for v in s.get("python_versions") or []]
+    if py.get("version") not in versions:
+        found.append(problem(host, PREFIX + "python",
+                             "%s is Python %s; SGLang %s needs one of %s" % (python, py.get("full_version"), s.get("version"), ", ".join(versions)),
+                             "set sglang_install_python to such an interpreter (or sglang_install_python_versions)"))
+    if not py.get("venv"):
+        found.append(problem(host, PREFIX + "python",
+                             "%s is Python %s without the venv module" % (python, py.get("full_version")),
+                             "install python3-venv"))
+    return found
+
+
+def _glibc_problems(host, s, facts):
+    minimum = s.get("min_glibc")
+    if s.get("source") != "pypi" or not minimum:
+        return []
+    libc = facts.get("libc") or {}
+    have, need = _version_tuple(libc.get("version")), _version_tuple(minimum)
+    if libc.get("name") == "glibc" and have is not None and need is not None and have >= need:
+        return []
+    return [problem(host, PREFIX + "min_glibc",
+                    "%s has %s %s; the SGLang %s wheels need glibc %s or newer" % (
+                        host, libc.get("name") or "an unknown libc", libc.get("version") or "", s.get("version"), minimum),
+                    "use Debian 12, Ubuntu 22.04 or later, or build SGLang from source (sglang_install_source: git)")]
+
+
+def _gib(value):
+    """``3.0`` -> ``3``, ``2.5`` -> ``2.5``."""
+    try:
+        return "%g" % float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _disk_problems(host, facts):
+    found = []
+    for entry in facts.get("disk") or []:
+        var = PREFIX + "min_free_gb_" + str(entry.get("name"))
+        if entry.get("error"):
+            found.append(problem(host, var, "cannot measure free disk for %s: %s" % (entry.get("name"), entry["error"]),
+                                 "use an absolute path"))
+        elif not entry.get("ok"):
+            shared = entry.get("shared_with") or []
+            found.append(problem(host, var, "Not enough free disk: %s at %s needs %s GiB on the filesystem of %s%s and has %s GiB" % (
+                entry.get("name"), entry.get("path"), _gib(entry.get("need_gb_total")), entry.get("checked"),
+                (" (together with %s)" % ", ".join(shared)) if shared else "", _gib(entry.get("free_gb"))),
+                "free space, or lower %s" % var))
+    return found
+
+
+def _path(facts, path):
+    return (facts.get("paths") or {}).get(path) or {}
+
+
+def _host_problems(host, s, facts, mode, items):
+    """What the host must have for these settings."""
+    found = []
+    wheelhouse = s.get("wheelhouse")
+    if wheelhouse and not _path(facts, wheelhouse).get("isdir"):
+        found.append(problem(host, PREFIX + "wheelhouse", "%s is not a directory on %s" % (wheelhouse, host),
+                             "put the wheels there (pip download or pip wheel into it) and copy or mount it on the host"))
+
+    ucx = facts.get("ucx") or {}
+    if mode == "pypi" and ucx.get("present") and truthy(s.get("nixl_fail_on_ucx_conflict", True)):
+        found.append(problem(host, PREFIX + "nixl_source",
+                             "%s has a system UCX (%s%s) and NIXL is to come from PyPI, whose bundled UCX conflicts with it (%s)" % (
+                                 host, ucx.get("ucx_info") or ucx.get("libucp"), (" " + ucx["version"]) if ucx.get("version") else "",
+                                 UCX_CONFLICT_REF),
+                             "set sglang_install_nixl_source to source (build against %s) or auto, or set "
+                             "sglang_install_nixl_fail_on_ucx_conflict to false to accept the risk" % s.get("nixl_ucx_prefix")))
+
+    cuda_builds = _names(item for item in items if needs_cuda(item))
+    cuda = facts.get("cuda") or {}
+    if cuda_builds and not cuda.get("nvcc"):
+        found.append(problem(host, PREFIX + "cuda_home",
+                             "Kernel builds (%s) need the CUDA toolkit, and no nvcc was found in %s/bin or on PATH" % (
+                                 ", ".join(cuda_builds), s.get("cuda_home")),
+                             "install the CUDA toolkit, or point sglang_install_cuda_home at it"))
+
+    reasons = git_users(s, items)
+    if reasons and not facts.get("git"):
+        found.append(problem(host, PREFIX + reasons[0][0],
+                             "git is not installed on %s, and a git source is asked for: %s" % (
+                                 host, "; ".join(reason for var, reason in reasons)),
+                             "install git"))
+
+    if truthy(s.get("offline", False)):
+        for var, repo in _sglang_tree_repos(s):
+            if NETWORK_URL_RE.match(str(repo)):
+                found.append(problem(host, PREFIX + var,
+                                     "offline mode installs from the wheelhouse only, but a git checkout from %s is asked for" % repo,
+                                     "point it at a local mirror (file:// or a path), or use sglang_install_chat_template_file"))
+
+    model_path = s.get("model_path")
+    if s.get("model_source") == "path" and model_path:
+        config = model_path.rstrip("/") + "/config.json"
+        if not _path(facts, config).get("exists"):
+            found.append(problem(host, PREFIX + "model_path", "%s holds no config.json on %s" % (model_path, host),
+                                 "copy the model there, or set sglang_install_model_source to hf with a repo_id and revision"))
+
+    user_facts = (facts.get("users") or {}).get(s.get("user"))
+    if not truthy(s.get("create_user", True)) and user_facts is not None and not user_facts.get("exists"):
+        found.append(problem(host, PREFIX + "user", "%s does not exist on %s, and sglang_install_create_user is false" % (
+            s.get("user"), host), "create the user first (or set sglang_install_create_user to true)"))
+
+    venv, user = s.get("venv"), s.get("user")
+    owner = _path(facts, venv_probe(venv)).get("owner") if venv else None
+    if owner and owner != user:
+        found.append(problem(host, PREFIX + "venv",
+                             "%s already exists and belongs to %s, not %s: pip runs as %s and could not install into it" % (
+                                 venv, owner, user, user),
+                             "remove it (it is recreated) or chown -R %s: %s" % (user, venv)))
+    return found
+
+
+def _sglang_tree_repos(s):
+    """The SGLang trees checked out: (variable, repository)."""
+    if s.get("source") == "git":
+        return [("git_repo", s.get("git_repo"))]
+    if s.get("chat_template_source") == "sglang":
+        return [("chat_template_git_repo", s.get("chat_template_git_repo"))]
+    return []
+
+
+def venv_probe(venv):
+    """The path whose owner says who made the venv (the venv directory itself is chowned by the role)."""
+    return str(venv).rstrip("/") + "/lib"
+
+
+def warnings(host, s, facts, mode):
+    """What the preflight lets through but an operator should read."""
+    ucx = facts.get("ucx") or {}
+    if mode == "pypi" and ucx.get("present") and not truthy(s.get("nixl_fail_on_ucx_conflict", True)):
+        return ["NIXL from PyPI bundles its own UCX and %s has a system UCX (%s): if transfers fail with NIXL_ERR_BACKEND, "
+                "build NIXL against the system UCX (sglang_install_nixl_source: source)." % (host, ucx.get("ucx_info") or ucx.get("libucp"))]
+    return []
+
+
+def directories(s, items):
+    """The directories the role needs, parents first: ``{path, owned}`` (owned: the service user's, it writes there)."""
+    wanted = [{"path": s.get("root"), "owned": False}]
+    if items or s.get("model_source") == "hf":
+        wanted.append({"path": str(s.get("root")) + "/libexec", "owned": False})  # the job runner
+    if s.get("chat_template_source", "none") != "none" and s.get("chat_template_dest"):
+        wanted.append({"path": posixpath.dirname(str(s["chat_template_dest"])), "owned": False})
+    wanted.append({"path": s.get("venv"), "owned": True})
+    if items:
+        wanted.append({"path": s.get("build_dir"), "owned": True})
+    if s.get("source") == "git" or s.get("chat_template_source") == "sglang":
+        wanted.append({"path": s.get("src_dir"), "owned": True})
+    if s.get("model_source") == "hf":
+        wanted.append({"path": s.get("model_path"), "owned": True})
+    result = []
+    for entry in wanted:
+        if entry["path"] and entry["path"] not in [e["path"] for e in result]:
+            result.append(entry)
+    return result
+
+
+def directories_to_fix(s, facts, wanted):
+    """Those of ``wanted`` that install_facts found missing or not as wanted (mode 0755, the user's when owned)."""
+    fix = []
+    for entry in wanted:
+        info = _path(facts, entry["path"])
+        right = info.get("isdir") and info.get("mode") == "0755"
+        if entry["owned"]:
+            right = right and info.get("owner") == s.get("user") and info.get("group") == s.get("group")
+        if not right:
+            fix.append(entry)
+    return fix
+
+
+def plan(host, settings, facts):
+    """Decisions and problems; see the module docstring."""
+    s = dict(settings or {})
+    facts = facts or {}
+    ucx = facts.get("ucx") or {}
+    mode = nixl_mode(s.get("nixl_source"), bool(ucx.get("present")))
+    items = builds(s, mode)
+    problems = unique(_settings_problems(host, s) + _build_problems(host, s, items) + _python_problems(host, s, facts)
+                      + _glibc_problems(host, s, facts) + _disk_problems(host, facts) + _host_problems(host, s, facts, mode, items))
+    wanted = directories(s, items)
+    return {
+        "nixl_mode": mode,
+        "directories": wanted,
+        "directories_to_fix": directories_to_fix(s, facts, wanted),
+        "kernel_builds": items,
+        "needs_cuda": any(needs_cuda(item) for item in items),
+        "needs_git": bool(git_users(s, items)),
+        "problems": problems,
+        "report": report(problems, "sglang_install preflight") if problems else "",
+        "warnings": warnings(host, s, facts, mode),
+    }
