@@ -41,6 +41,7 @@ IMAGE = "localhost/pdserve-systemd:bookworm"
 # Run as root inside each container; the public key comes on stdin.
 BOOTSTRAP = r"""
 set -eu
+command -v sshd >/dev/null || {{ echo "no openssh-server in this image: rebuild it (tests/platform/build-image.sh)" >&2; exit 3; }}
 id -u {user} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash {user}
 install -d -m 0700 -o {user} -g {user} /home/{user}/.ssh
 cat >/home/{user}/.ssh/authorized_keys
