@@ -9,6 +9,7 @@
 #                  .cache/collections/ansible_collections/pdserve/sglang -> the repository root
 #   podman         .cache/containers.conf (runc, ulimits this machine allows)
 #   test image     localhost/pdserve-systemd:bookworm (tests/platform/build-image.sh)
+#   apt repos      signed local apt repositories of the nvidia_driver scenario (tests/platform/apt_driver_repo.py)
 #   wheelhouse     scripts/wheelhouse.sh, when present
 #
 # Machine-level caches live in ${PDSERVE_CACHE:-/var/cache/pdserve} and survive fresh clones.
@@ -23,7 +24,7 @@ BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
 # it a container on a network fails with "netavark (exit code 1): No such file or directory").
 # openssh-client: Ansible reaches the multi-host test stand over SSH.
 APT_PACKAGES=(shellcheck podman runc netavark aardvark-dns iptables openssh-client debootstrap numactl rsync git
-  ca-certificates python3 python3-venv)
+  ca-certificates python3 python3-venv dpkg-dev gnupg debian-archive-keyring)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -122,6 +123,9 @@ else
 fi
 export CONTAINERS_CONF=$ROOT/.cache/containers.conf PDSERVE_CACHE
 bash tests/platform/build-image.sh
+
+# --- signed local apt repositories for the nvidia_driver scenario (stand-in driver packages) ------
+python3 tests/platform/apt_driver_repo.py
 
 # --- wheelhouse for containers and air-gapped hosts ---------------------------------------------
 if [[ -f scripts/wheelhouse.sh ]]; then

@@ -39,6 +39,11 @@ _EMPTY_VALUES = frozenset(["", "n/a", "[n/a]", "[not supported]", "not supported
 
 NO_DEVICES_MARKER = "No devices were found"
 
+# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH (the H200 device
+# machine has nvidia-smi in /usr/local/nvidia/bin).
+NVIDIA_SMI_DIRS = ("/usr/bin", "/usr/local/nvidia/bin", "/usr/local/cuda/bin")
+NVCC_DIRS = ("/usr/local/cuda/bin",)
+
 _PCI_RE = re.compile(r"^([0-9a-fA-F]+):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
 _UNIT_RE = re.compile(r"^(?P<name>[^\[]+?)\s*\[(?P<unit>[^\]]+)\]$")
 _NODE_DIR_RE = re.compile(r"^node(\d+)$")
@@ -457,11 +462,6 @@ class GpuDiscovery(object):
         if not gpus:
             raise NoGpuFound(facts)
         return facts
-
-
-# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH.
-NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/cuda/bin"]
-NVCC_DIRS = ["/usr/local/cuda/bin"]
 
 
 def find_tool(get_bin_path, name, extra_dirs):

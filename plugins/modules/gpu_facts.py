@@ -275,9 +275,9 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
     read_numa_nodes,
 )
 
-# Module-level so tests can empty them (this machine's own driver must not leak in).
-NVIDIA_SMI_DIRS = gpu_utils.NVIDIA_SMI_DIRS
-NVCC_DIRS = gpu_utils.NVCC_DIRS
+# Where drivers and containers put nvidia-smi and nvcc when they are not on PATH (one list, in module_utils).
+NVIDIA_SMI_DIRS = list(gpu_utils.NVIDIA_SMI_DIRS)
+NVCC_DIRS = list(gpu_utils.NVCC_DIRS)
 
 # Result key -> fact name.
 FACT_NAMES = (

@@ -220,7 +220,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.problems import lin
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_rules import bind_addresses, judge
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import host_part
 
-NVIDIA_SMI_DIRS = gpu_utils.NVIDIA_SMI_DIRS
+NVIDIA_SMI_DIRS = list(gpu_utils.NVIDIA_SMI_DIRS)
 
 
 def argument_spec():
