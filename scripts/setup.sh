@@ -11,6 +11,8 @@
 #   test image     localhost/pdserve-systemd:bookworm (tests/platform/build-image.sh)
 #   apt repos      signed local apt repositories of the nvidia_driver scenario (tests/platform/apt_driver_repo.py)
 #   wheelhouse     scripts/wheelhouse.sh, when present
+#   apt-monitoring scripts/apt-monitoring.sh: Debian's Prometheus, node exporter and Alertmanager as a
+#                  local apt repository in the machine cache, promtool/amtool unpacked from it
 #
 # Machine-level caches live in ${PDSERVE_CACHE:-/var/cache/pdserve} and survive fresh clones.
 set -euo pipefail
@@ -131,5 +133,8 @@ python3 tests/platform/apt_driver_repo.py
 if [[ -f scripts/wheelhouse.sh ]]; then
   bash scripts/wheelhouse.sh
 fi
+
+# --- Debian's monitoring packages as a local repository (molecule monitoring, promtool tests) ----
+bash scripts/apt-monitoring.sh
 
 say "ready in $((SECONDS - start)) s (use: source scripts/env.sh)"

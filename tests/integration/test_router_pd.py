@@ -180,13 +180,20 @@ def test_metrics_move_with_traffic(good):
     assert status == 200
     after = (requests_total(good.prefill), requests_total(good.decode))
     assert after[0] == before[0] + 1 and after[1] == before[1] + 1
-    text = stack.http_get(good.decode.url + "/metrics")[1]
+    # SGLang 0.5.23 observes the KV transfer (latency, size, speed) on the sending prefill and the
+    # bootstrap on both sides (req_time_stats.py)
+    text = stack.http_get(good.prefill.url + "/metrics")[1]
     transfers = stack.metric_samples(text, "sglang:kv_transfer_latency_ms_count")
-    assert transfers and transfers[0][0]["engine_type"] == "decode"
+    assert transfers and transfers[0][0]["engine_type"] == "prefill"
     assert transfers[0][0]["model_name"] == good.model
     assert transfers[0][1] >= 1
+    text = stack.http_get(good.decode.url + "/metrics")[1]
+    bootstraps = stack.metric_samples(text, "sglang:kv_transfer_bootstrap_ms_count")
+    assert bootstraps and bootstraps[0][0]["engine_type"] == "decode" and bootstraps[0][1] >= 1
+    assert stack.metric_samples(text, "sglang:kv_transfer_latency_ms_count") == []
     # failure counters only appear once something failed
-    assert stack.metric_samples(text, "sglang:num_bootstrap_failed_reqs_total") == []
+    for name in ("sglang:num_bootstrap_failed_reqs_total", "sglang:num_transfer_failed_reqs_total"):
+        assert stack.metric_samples(text, name) == []
 
 
 def test_router_engine_metrics_merge_both_workers(good):

@@ -1,9 +1,9 @@
 """The HTTP API of an SGLang server (FastAPI + uvicorn, like SGLang's http_server.py)."""
 import asyncio
+import collections
 import json
 import logging
 import os
-import random
 import threading
 import time
 import uuid
@@ -18,6 +18,8 @@ log = logging.getLogger("sglang_emulator")
 VERSION = "0.5.23"
 # Model-behaviour knobs: set on the prefill they travel with the request state to the decode
 # server (the decode server's own settings win).
+# Faults the admin endpoint POST /emulator/faults can queue (emulator-only; SGLang has no such endpoint).
+FAULT_KINDS = ("kv_transfer", "bootstrap")
 MODEL_KNOBS = ("SGLANG_EMULATOR_TOOL_ARGS", "SGLANG_EMULATOR_TOOL_NAME",
                "SGLANG_EMULATOR_TOOL_FORMAT", "SGLANG_EMULATOR_IGNORE_THINKING")
 
@@ -69,6 +71,16 @@ def _first(value):
     return value
 
 
+class Flight:
+    """One request on this server, from admission to its last byte."""
+
+    def __init__(self, streaming):
+        self.streaming = streaming
+        self.t_start = time.monotonic()
+        self.tokens = 0
+        self.failed = False
+
+
 class Server:
     """One emulated SGLang server process."""
 
@@ -92,6 +104,16 @@ class Server:
         self.knobs = {k: self.env[k] for k in MODEL_KNOBS if self.env.get(k)}
         engine = {"prefill": "prefill", "decode": "decode"}.get(self.mode, "unified")
         self.metrics = Metrics(args.served_model_name, engine)
+        self.max_total_tokens = int(env_float(self.env, "SGLANG_EMULATOR_MAX_TOTAL_TOKENS", 65536))
+        self.metrics.set("sglang:max_total_num_tokens", self.max_total_tokens)
+        self.metrics.set("sglang:context_len", args.context_length)
+        self.metrics.set("sglang:page_size", args.page_size or 1)
+        self.pending_faults = {}
+        self._fault_lock = threading.Lock()
+        self._flights = set()
+        self._flights_lock = threading.Lock()
+        self._prefix_cache = collections.OrderedDict()
+        self._recent = collections.deque(maxlen=32)  # (cached, prompt) tokens of recent requests
         self.bootstrap = None
         self._ready_logged = False
         self._generated_tokens = 0
@@ -174,63 +196,196 @@ class Server:
             return error_response("Internal server error (SGLANG_EMULATOR_FAIL_5XX).", 500)
         return None
 
-    # ---- PD transfer -----------------------------------------------------------------------
-    async def prefill_transfer(self, room, state):
-        """Prefill: register the room, then wait until a decode server fetched it."""
-        self.bootstrap.rooms.put(room, state)
-        self.metrics.gauge_add("sglang:num_prefill_bootstrap_queue_reqs", 1)
-        deadline = time.monotonic() + self.bootstrap_timeout
-        try:
-            while not self.bootstrap.rooms.fetched(room):
-                if time.monotonic() >= deadline:
-                    self.bootstrap.rooms.drop(room)
-                    self.metrics.fail("sglang:num_bootstrap_failed_reqs")
-                    raise bootstrap.BootstrapError(
-                        "KV transfer failed for request rid=%s bootstrap_room=%s: no decode "
-                        "server fetched it within %.1fs" % (uuid.uuid4().hex, room,
-                                                            self.bootstrap_timeout))
-                await asyncio.sleep(0.01)
-        finally:
-            self.metrics.gauge_add("sglang:num_prefill_bootstrap_queue_reqs", -1)
+    # ---- faults (emulator-only admin endpoint) -------------------------------------------
+    def inject(self, faults):
+        """Queue one-shot faults: {"kv_transfer": n, "bootstrap": n}; returns what is pending."""
+        with self._fault_lock:
+            for kind, count in faults.items():
+                self.pending_faults[kind] = self.pending_faults.get(kind, 0) + int(count)
+            return dict(self.pending_faults)
 
-    async def decode_transfer(self, body):
-        """Decode: fetch the request state from the prefill's bootstrap server."""
+    def take_fault(self, kind):
+        with self._fault_lock:
+            if self.pending_faults.get(kind, 0) > 0:
+                self.pending_faults[kind] -= 1
+                log.warning("injected %s failure (emulator fault injection)", kind)
+                return True
+            return False
+
+    def count_failure(self, kind):
+        name = ("sglang:num_transfer_failed_reqs_total" if kind == "transfer"
+                else "sglang:num_bootstrap_failed_reqs_total")
+        self.metrics.inc(name)
+
+    # ---- PD transfer -----------------------------------------------------------------------
+    def kv_megabytes(self, state):
+        """Size of the request's KV cache (an MLA-like 70 KiB per prompt token)."""
+        return max(1, state.get("prompt_tokens", 1)) * 70.0 / 1024.0
+
+    async def prefill_transfer(self, room, state, flight):
+        """Prefill: register the room, wait for a decode server's bootstrap, then for the transfer."""
+        rooms = self.bootstrap.rooms
+        m = self.metrics
+        # An injected transfer failure is decided now: the KV "sent" to this room never arrives.
+        rooms.put(room, state, fail_transfer=self.take_fault("kv_transfer"))
+        if self.take_fault("bootstrap"):
+            rooms.fail(room, "bootstrap")
+        m.add("sglang:num_prefill_bootstrap_queue_reqs", 1)
+        t_queue = time.monotonic()
+        m.observe("sglang:per_stage_req_latency_seconds", t_queue - flight.t_start, stage="prefill_prepare")
+        deadline = t_queue + self.bootstrap_timeout
+        try:
+            phase, kind = await self._wait_phase(room, ("pending",), deadline)
+        finally:
+            m.add("sglang:num_prefill_bootstrap_queue_reqs", -1)
+        if phase == "pending":
+            rooms.fail(room, "bootstrap")
+            phase, kind = "failed", "bootstrap"
+            why = "no decode server bootstrapped it within %.1fs" % self.bootstrap_timeout
+        else:
+            why = "the decode side reported a %s failure" % kind
+        if phase == "failed":
+            self._pd_failed(kind, "KV transfer failed for request rid=%s bootstrap_room=%s: %s"
+                            % (uuid.uuid4().hex, room, why))
+        t_boot = time.monotonic()
+        m.observe("sglang:per_stage_req_latency_seconds", t_boot - t_queue, stage="prefill_bootstrap")
+        m.observe("sglang:kv_transfer_bootstrap_ms", (t_boot - t_queue) * 1000.0)
+        m.observe("sglang:kv_transfer_alloc_ms", 0.5)
+        m.observe("sglang:queue_time_seconds", 0.0)
+        m.observe("sglang:per_stage_req_latency_seconds", self.token_delay, stage="prefill_forward")
+        await asyncio.sleep(self.token_delay)  # the forward pass of the prompt
+        m.add("sglang:num_prefill_inflight_queue_reqs", 1)
+        t_send = time.monotonic()
+        try:
+            phase, kind = await self._wait_phase(room, ("pending", "fetched"), t_send + self.bootstrap_timeout)
+        finally:
+            m.add("sglang:num_prefill_inflight_queue_reqs", -1)
+        if phase != "done":
+            kind = kind or "transfer"
+            rooms.fail(room, kind)
+            if phase == "fetched":
+                why = "no result from the decode server within %.1fs" % self.bootstrap_timeout
+            else:
+                why = "%s failure" % kind
+            self._pd_failed(kind, "KV transfer failed for request rid=%s bootstrap_room=%s: %s"
+                            % (uuid.uuid4().hex, room, why))
+        seconds = max(1e-4, time.monotonic() - t_send)
+        megabytes = self.kv_megabytes(state)
+        m.observe("sglang:kv_transfer_latency_ms", seconds * 1000.0)
+        m.observe("sglang:kv_transfer_total_mb", megabytes)
+        m.observe("sglang:kv_transfer_speed_gb_s", megabytes / 1024.0 / seconds)
+        m.observe("sglang:per_stage_req_latency_seconds", seconds, stage="prefill_transfer_kv_cache")
+
+    async def _wait_phase(self, room, waiting, deadline):
+        while True:
+            phase, kind = self.bootstrap.rooms.phase(room)
+            if phase not in waiting or time.monotonic() >= deadline:
+                return phase, kind
+            await asyncio.sleep(0.005)
+
+    def _pd_failed(self, kind, message):
+        self.count_failure(kind)
+        raise bootstrap.BootstrapError(message, kind)
+
+    async def decode_transfer(self, body, flight):
+        """Decode: bootstrap (fetch the request state from the prefill), receive the KV, report it."""
         host = _first(body.get("bootstrap_host"))
         port = _first(body.get("bootstrap_port")) or self.args.disaggregation_bootstrap_port
         room = _first(body.get("bootstrap_room"))
-        self.metrics.gauge_add("sglang:num_decode_transfer_queue_reqs", 1)
-        t0 = time.monotonic()
+        m = self.metrics
+        t_queue = time.monotonic()
+        m.observe("sglang:per_stage_req_latency_seconds", t_queue - flight.t_start, stage="decode_prepare")
+        m.add("sglang:num_decode_prealloc_queue_reqs", 1)
         try:
             if not host:
                 raise bootstrap.BootstrapError(
                     "Decode transfer failed for bootstrap_room=%s: no bootstrap_host" % room)
-            state = await asyncio.to_thread(bootstrap.fetch_room, host, port, room,
-                                            self.bootstrap_timeout)
+            if self.take_fault("bootstrap"):
+                await asyncio.to_thread(self._report, host, port, room, False, "bootstrap")
+                raise bootstrap.BootstrapError("KV bootstrap for room %s failed (injected)" % room)
+            state = await asyncio.to_thread(bootstrap.fetch_room, host, port, room, self.bootstrap_timeout)
         except bootstrap.BootstrapError as exc:
-            self.metrics.fail("sglang:num_bootstrap_failed_reqs")
+            self.count_failure(exc.kind)
             log.error("Decode transfer failed: %s", exc)
             raise
         finally:
-            self.metrics.gauge_add("sglang:num_decode_transfer_queue_reqs", -1)
-        self.metrics.observe("sglang:kv_transfer_latency_ms", (time.monotonic() - t0) * 1000.0)
+            m.add("sglang:num_decode_prealloc_queue_reqs", -1)
+        t_boot = time.monotonic()
+        m.observe("sglang:per_stage_req_latency_seconds", t_boot - t_queue, stage="decode_bootstrap")
+        m.observe("sglang:kv_transfer_bootstrap_ms", (t_boot - t_queue) * 1000.0)
+        m.observe("sglang:kv_transfer_alloc_ms", 0.5)
+        megabytes = self.kv_megabytes(state)
+        flight.tokens = state.get("prompt_tokens", 1)
+        m.add("sglang:num_decode_transfer_queue_reqs", 1)
+        try:
+            # the KV cache arrives at an emulated 20 GB/s (at least 2 ms)
+            await asyncio.sleep(max(0.002, megabytes / 1024.0 / 20.0))
+            ok = not self.take_fault("kv_transfer")
+            await asyncio.to_thread(bootstrap.report_result, host, port, room, ok, "transfer")
+            if not ok:
+                raise bootstrap.BootstrapError("KV transfer for room %s failed (injected)" % room, "transfer")
+        except bootstrap.BootstrapError as exc:
+            self.count_failure(exc.kind)
+            log.error("Decode transfer failed: %s", exc)
+            raise
+        finally:
+            m.add("sglang:num_decode_transfer_queue_reqs", -1)
+        m.observe("sglang:per_stage_req_latency_seconds", time.monotonic() - t_boot, stage="decode_transferred")
+        m.observe("sglang:queue_time_seconds", 0.0)
         return state
 
-    async def resolve_state(self, body, local_state):
-        """The state the model generates from: on decode servers, the prefill's.
-
-        The request counts in sglang:num_running_reqs while this runs (the KV transfer wait)."""
-        self.metrics.gauge_add("sglang:num_running_reqs", 1)
+    @staticmethod
+    def _report(host, port, room, ok, kind):
         try:
-            return await self._resolve_state(body, local_state)
-        finally:
-            self.metrics.gauge_add("sglang:num_running_reqs", -1)
+            bootstrap.report_result(host, port, room, ok, kind)
+        except bootstrap.BootstrapError:
+            pass  # the prefill learns it anyway, or times out
 
-    async def _resolve_state(self, body, local_state):
+    # ---- request life (sglang:num_running_reqs, token usage) -------------------------------
+    def begin(self, streaming):
+        """A request admitted to this server: it counts as running until end() (any outcome)."""
+        flight = Flight(streaming)
+        with self._flights_lock:
+            self._flights.add(flight)
+        self.metrics.add("sglang:num_running_reqs", 1)
+        self._update_usage()
+        return flight
+
+    def end(self, flight, failed=False):
+        with self._flights_lock:
+            if flight not in self._flights:
+                return
+            self._flights.discard(flight)
+        self.metrics.add("sglang:num_running_reqs", -1)
+        if failed:
+            self.metrics.inc("sglang:num_aborted_requests_total")
+        self._update_usage()
+
+    def _update_usage(self):
+        with self._flights_lock:
+            used = sum(f.tokens for f in self._flights)
+        used = min(used, self.max_total_tokens)
+        m = self.metrics
+        m.set("sglang:num_used_tokens", used)
+        m.set("sglang:kv_used_tokens", used)
+        m.set("sglang:kv_available_tokens", self.max_total_tokens - used)
+        m.set("sglang:token_usage", used / float(self.max_total_tokens))
+        m.set("sglang:full_token_usage", used / float(self.max_total_tokens))
+        m.set("sglang:utilization", min(1.0, len(self._flights) / 64.0))
+
+    async def resolve_state(self, body, local_state, flight):
+        """The state the model generates from: on decode servers, the prefill's."""
+        flight.tokens = local_state.get("prompt_tokens", 1)
+        self._update_usage()
+        # The transfer runs as its own task, as SGLang's scheduler handles it apart from the HTTP
+        # connection: when the router gives up on one side, the other still ends (and counts) its part.
         if self.mode == "prefill" and not self.fake_transfer:
-            await self.prefill_transfer(_first(body["bootstrap_room"]), local_state)
+            await asyncio.shield(asyncio.ensure_future(
+                self.prefill_transfer(_first(body["bootstrap_room"]), local_state, flight)))
             return local_state
         if self.mode == "decode" and not self.fake_transfer:
-            state = await self.decode_transfer(body)
+            state = await asyncio.shield(asyncio.ensure_future(self.decode_transfer(body, flight)))
+            self._update_usage()
             if self.knobs.get("SGLANG_EMULATOR_IGNORE_THINKING") == "1":
                 state = dict(state, thinking=False)
             return state
@@ -257,23 +412,47 @@ class Server:
             forward_unknown=bool(self.env.get("SGLANG_FORWARD_UNKNOWN_TOOLS")))
         return reasoning or None, normal, calls
 
-    def record(self, prompt_tokens, completion_tokens, t_start, t_first, streaming):
+    def cached_tokens(self, state):
+        """Prefix-cache hits: a prompt seen before is cached but for its last token (prefill side)."""
+        if self.mode == "decode":
+            return 0
+        key = json.dumps([state.get("messages"), state.get("text"), state.get("tools")],
+                         sort_keys=True, ensure_ascii=False)
+        hit = key in self._prefix_cache
+        self._prefix_cache[key] = True
+        self._prefix_cache.move_to_end(key)
+        while len(self._prefix_cache) > 1024:
+            self._prefix_cache.popitem(last=False)
+        return max(0, state.get("prompt_tokens", 1) - 1) if hit else 0
+
+    def record(self, state, completion_tokens, flight, t_first):
+        """A finished request: SGLang's tokenizer metrics (observe_one_finished_request)."""
         now = time.monotonic()
-        self.metrics.count("sglang:num_requests", 1, streaming)
-        self.metrics.count("sglang:prompt_tokens", prompt_tokens, streaming)
-        self.metrics.count("sglang:generation_tokens", completion_tokens, streaming)
-        self._generated_tokens += completion_tokens
-        self.metrics.observe("sglang:time_to_first_token_seconds", max(0.0, t_first - t_start),
-                             streaming)
-        self.metrics.observe("sglang:e2e_request_latency_seconds", now - t_start, streaming)
+        m = self.metrics
+        streaming = "true" if flight.streaming else "false"
+        prompt_tokens = state.get("prompt_tokens", 1)
+        cached = self.cached_tokens(state)
+        m.inc("sglang:num_requests_total", 1, is_streaming=streaming)
+        m.inc("sglang:prompt_tokens_total", prompt_tokens, is_streaming=streaming)
+        m.inc("sglang:generation_tokens_total", completion_tokens, is_streaming=streaming)
+        m.inc("sglang:cached_tokens_total", cached, cache_source="device")
+        m.observe("sglang:prompt_tokens_histogram", prompt_tokens)
+        m.observe("sglang:generation_tokens_histogram", completion_tokens)
+        m.observe("sglang:time_to_first_token_seconds", max(0.0, t_first - flight.t_start),
+                  is_streaming=streaming)
+        m.observe("sglang:e2e_request_latency_seconds", now - flight.t_start, is_streaming=streaming)
         if completion_tokens > 1:
-            self.metrics.observe("sglang:inter_token_latency_seconds",
-                                 max(0.0, now - t_first) / (completion_tokens - 1))
+            tpot = max(0.0, now - t_first) / (completion_tokens - 1)
+            m.observe("sglang:inter_token_latency_seconds", tpot)
+            m.observe("sglang:request_time_per_output_token_seconds", tpot, is_streaming=streaming)
+        if self.mode == "decode":
+            m.observe("sglang:per_stage_req_latency_seconds", now - t_first, stage="decode_forward")
+        self._generated_tokens += completion_tokens
         elapsed = max(1e-3, now - self._window_start)
-        self.metrics.gauge("sglang:gen_throughput", self._generated_tokens / elapsed)
-        self.metrics.gauge("sglang:token_usage",
-                           min(1.0, (prompt_tokens + completion_tokens) / 65536.0))
-        self.metrics.gauge("sglang:cache_hit_rate", random.uniform(0.0, 0.05))
+        m.set("sglang:gen_throughput", self._generated_tokens / elapsed)
+        self._recent.append((cached, prompt_tokens))
+        cached_sum = sum(item[0] for item in self._recent)
+        m.set("sglang:cache_hit_rate", cached_sum / float(sum(item[1] for item in self._recent)))
 
 
 def create_app(server):
@@ -382,25 +561,31 @@ def create_app(server):
             return refusal
         if body.get("stream"):
             return StreamingResponse(stream_chat(body), media_type="text/event-stream")
-        t_start = time.monotonic()
+        flight = server.begin(False)
+        failed = True
         try:
-            state = await server.resolve_state(body, server.chat_state(body))
-        except bootstrap.BootstrapError as exc:
-            return error_response(str(exc), 500)
-        t_first = time.monotonic()
-        limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        raw, finish, n_out = server.model_output(state, limit)
-        await asyncio.sleep(server.token_delay * n_out)
-        reasoning, content, calls = server.parse_chat(raw, body)
-        tool_calls = None
-        if calls:
-            tool_calls = [{"id": parsers.new_call_id(), "index": i, "type": "function",
-                           "function": {"name": c["name"], "arguments": c["arguments"]}}
-                          for i, c in enumerate(calls)]
-            if finish == "stop":
-                finish = "tool_calls"
-        prompt_tokens = state.get("prompt_tokens", 1)
-        server.record(prompt_tokens, n_out, t_start, t_first, False)
+            try:
+                state = await server.resolve_state(body, server.chat_state(body), flight)
+            except bootstrap.BootstrapError as exc:
+                return error_response(str(exc), 500)
+            t_first = time.monotonic()
+            limit = body.get("max_completion_tokens") or body.get("max_tokens")
+            raw, finish, n_out = server.model_output(state, limit)
+            flight.tokens += n_out
+            await asyncio.sleep(server.token_delay * n_out)
+            reasoning, content, calls = server.parse_chat(raw, body)
+            tool_calls = None
+            if calls:
+                tool_calls = [{"id": parsers.new_call_id(), "index": i, "type": "function",
+                               "function": {"name": c["name"], "arguments": c["arguments"]}}
+                              for i, c in enumerate(calls)]
+                if finish == "stop":
+                    finish = "tool_calls"
+            prompt_tokens = state.get("prompt_tokens", 1)
+            server.record(state, n_out, flight, t_first)
+            failed = False
+        finally:
+            server.end(flight, failed)
         return {
             "id": uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model") or args.served_model_name,
@@ -415,6 +600,17 @@ def create_app(server):
         }
 
     async def stream_chat(body):
+        # The request counts from here: a generator that never starts never ends either.
+        flight = server.begin(True)
+        failed = True
+        try:
+            async for event in _stream_chat(body, flight):
+                yield event
+            failed = flight.failed
+        finally:
+            server.end(flight, failed)
+
+    async def _stream_chat(body, flight):
         rid = uuid.uuid4().hex
         created = int(time.time())
         name = body.get("model") or args.served_model_name
@@ -427,17 +623,18 @@ def create_app(server):
                                      "matched_stop": 1 if finish == "stop" else None}],
                         "usage": None})
 
-        t_start = time.monotonic()
         try:
-            state = await server.resolve_state(body, server.chat_state(body))
+            state = await server.resolve_state(body, server.chat_state(body), flight)
         except bootstrap.BootstrapError as exc:
             # the stream has already been answered 200: SGLang sends the error as an event
             yield sse({"error": error_body(str(exc), 500)})
             yield "data: [DONE]\n\n"
+            flight.failed = True
             return
         t_first = time.monotonic()
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         raw, finish, n_out = server.model_output(state, limit)
+        flight.tokens += n_out
         reasoning, content, calls = server.parse_chat(raw, body)
         yield chunk({"role": "assistant", "content": ""})
         for piece in model.split_tokens(reasoning or ""):
@@ -467,7 +664,7 @@ def create_app(server):
                        "model": name, "choices": [],
                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n_out,
                                  "total_tokens": prompt_tokens + n_out}})
-        server.record(prompt_tokens, n_out, t_start, t_first, True)
+        server.record(state, n_out, flight, t_first)
         yield "data: [DONE]\n\n"
 
     @app.post("/generate")
@@ -481,40 +678,80 @@ def create_app(server):
         refusal = server.pd_check(body)
         if refusal is not None:
             return refusal
-        t_start = time.monotonic()
+        streaming = bool(body.get("stream"))
+        if streaming:
+            return StreamingResponse(generate_events(body), media_type="text/event-stream")
+        flight = server.begin(False)
+        failed = True
         try:
-            state = await server.resolve_state(body, server.generate_state(body))
-        except bootstrap.BootstrapError as exc:
-            return error_response(str(exc), 500)
-        t_first = time.monotonic()
+            try:
+                state = await server.resolve_state(body, server.generate_state(body), flight)
+            except bootstrap.BootstrapError as exc:
+                return error_response(str(exc), 500)
+            t_first = time.monotonic()
+            raw, finish, n_out = generate_output(body, state, flight)
+            await asyncio.sleep(server.token_delay * n_out)
+            server.record(state, n_out, flight, t_first)
+            failed = False
+            return generate_result(state, raw, finish, n_out, flight, True, uuid.uuid4().hex)
+        finally:
+            server.end(flight, failed)
+
+    def generate_output(body, state, flight):
         limit = (body.get("sampling_params") or {}).get("max_new_tokens")
         raw, finish, n_out = server.model_output(state, limit)
-        prompt_tokens = state.get("prompt_tokens", 1)
-        rid = uuid.uuid4().hex
+        flight.tokens += n_out
+        return raw, finish, n_out
+
+    def generate_result(state, text, finish, n_out, flight, final, rid):
         finish_reason = ({"type": "stop", "matched": 1} if finish == "stop"
                          else {"type": "length", "length": n_out})
-        streaming = bool(body.get("stream"))
+        return {"text": text, "output_ids": list(range(n_out)) if final else [],
+                "meta_info": {"id": rid, "finish_reason": finish_reason if final else None,
+                              "prompt_tokens": state.get("prompt_tokens", 1), "completion_tokens": n_out,
+                              "cached_tokens": 0, "weight_version": "default",
+                              "e2e_latency": time.monotonic() - flight.t_start}}
 
-        def result(text, final):
-            return {"text": text, "output_ids": list(range(n_out)) if final else [],
-                    "meta_info": {"id": rid, "finish_reason": finish_reason if final else None,
-                                  "prompt_tokens": prompt_tokens, "completion_tokens": n_out,
-                                  "cached_tokens": 0, "weight_version": "default",
-                                  "e2e_latency": time.monotonic() - t_start}}
-
-        if streaming:
-            async def events():
-                text = ""
-                pieces = model.split_tokens(raw)
-                for i, piece in enumerate(pieces):
-                    await asyncio.sleep(server.token_delay)
-                    text += piece
-                    yield sse(result(text, i == len(pieces) - 1))
-                server.record(prompt_tokens, n_out, t_start, t_first, True)
+    async def generate_events(body):
+        flight = server.begin(True)
+        failed = True
+        try:
+            try:
+                state = await server.resolve_state(body, server.generate_state(body), flight)
+            except bootstrap.BootstrapError as exc:
+                yield sse({"error": error_body(str(exc), 500)})
                 yield "data: [DONE]\n\n"
-            return StreamingResponse(events(), media_type="text/event-stream")
-        await asyncio.sleep(server.token_delay * n_out)
-        server.record(prompt_tokens, n_out, t_start, t_first, False)
-        return result(raw, True)
+                return
+            t_first = time.monotonic()
+            raw, finish, n_out = generate_output(body, state, flight)
+            rid = uuid.uuid4().hex
+            text = ""
+            pieces = model.split_tokens(raw)
+            for i, piece in enumerate(pieces):
+                await asyncio.sleep(server.token_delay)
+                text += piece
+                yield sse(generate_result(state, text, finish, n_out, flight, i == len(pieces) - 1, rid))
+            server.record(state, n_out, flight, t_first)
+            failed = False
+            yield "data: [DONE]\n\n"
+        finally:
+            server.end(flight, failed)
+
+    @app.post("/emulator/faults")
+    async def inject_faults(request: Request):
+        """Emulator-only: fail the next KV transfer(s) or bootstrap(s) of this server, once each."""
+        try:
+            body = await request.json()
+        except ValueError:
+            return error_response("Invalid JSON body", 400)
+        if not isinstance(body, dict) or not body or any(
+                k not in FAULT_KINDS or not isinstance(v, int) or isinstance(v, bool) or v < 0
+                for k, v in body.items()):
+            return error_response("expected {\"kv_transfer\": n, \"bootstrap\": n} with n >= 0", 400)
+        return {"pending": server.inject(body), "emulated": True}
+
+    @app.get("/emulator/faults")
+    async def pending_faults():
+        return {"pending": server.inject({}), "emulated": True}
 
     return app

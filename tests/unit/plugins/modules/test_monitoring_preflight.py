@@ -1,0 +1,111 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""monitoring_preflight: every problem at once, changing nothing; and its judgement (monitoring_checks)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import functools
+
+import pytest
+
+from ansible_collections.pdserve.sglang.plugins.module_utils import host_observe, monitoring_checks
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
+from ansible_collections.pdserve.sglang.plugins.modules import monitoring_preflight
+
+GROUPS = {"sglang_prefill": ["gpu-p"], "sglang_decode": ["gpu-d"], "sglang_router": ["rt"]}
+HOST_VARS = {
+    "gpu-p": {"ansible_host": "10.0.0.11", "sglang_server_host": "10.0.0.11",
+              "sglang_prefill_instances": [{"name": "prefill-0", "port": 30000}]},
+    # decode left on loopback although Prometheus runs on rt
+    "gpu-d": {"ansible_host": "10.0.0.21", "sglang_decode_instances": [{"name": "decode-0", "port": 30002}]},
+    "rt": {"ansible_host": "10.0.0.5"},
+}
+SETTINGS = {"monitoring_hosts": ["rt"], "gpu_hosts": ["gpu-p", "gpu-d"], "node_exporter": {"port": 30000}}
+
+
+@pytest.fixture
+def run(module_runner, monkeypatch):
+    monkeypatch.setattr(host_observe, "listeners", lambda: [])
+    return functools.partial(module_runner, monitoring_preflight.main)
+
+
+def test_every_problem_of_the_monitoring_host_at_once(run):
+    topo = build_topology(HOST_VARS, GROUPS)
+    result, failed = run({"host": "rt", "topology": topo, "settings": SETTINGS,
+                          "options": {"grafana_source": "apt_repo"}})
+    assert failed and result["changed"] is False
+    pairs = [(p["host"], p["variable"]) for p in result["problems"]]
+    assert ("gpu-d", "sglang_decode_instances[decode-0].host") in pairs
+    assert ("rt", "monitoring_grafana_admin_password") in pairs
+    assert result["msg"].startswith("monitoring preflight found %d problem(s)" % len(pairs))
+    assert "Prometheus on rt cannot scrape http://127.0.0.1:30002/metrics" in result["msg"]
+
+
+def test_exporter_host_sees_only_its_own_ports(run):
+    topo = build_topology(HOST_VARS, GROUPS)
+    result, failed = run({"host": "gpu-p", "topology": topo, "settings": SETTINGS})
+    assert failed
+    assert [(p["host"], p["variable"]) for p in result["problems"]] == [("gpu-p", "monitoring_node_exporter_port")]
+    assert {"port": 30000, "variable": "monitoring_node_exporter_port"} in result["ports"]
+
+
+def test_clean_layout_passes_in_check_mode(run):
+    host_vars = dict(HOST_VARS, **{"gpu-d": dict(HOST_VARS["gpu-d"], sglang_server_host="10.0.0.21")})
+    topo = build_topology(host_vars, GROUPS)
+    result, failed = run({"host": "rt", "topology": topo, "settings": dict(SETTINGS, node_exporter={})},
+                         check_mode=True)
+    assert not failed and result["problems"] == []
+
+
+def test_not_a_topology(run):
+    result, failed = run({"host": "rt", "topology": {"hosts": {}}, "settings": SETTINGS})
+    assert failed and "pass the result of the pdserve.sglang.serving_topology filter" in result["msg"]
+
+
+ONE = build_topology({"box": {"sglang_prefill_instances": [{"name": "prefill", "port": 30000}],
+                              "sglang_decode_instances": [{"name": "decode", "port": 30002}]}},
+                     {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]})
+ONE_SETTINGS = {"monitoring_hosts": ["box"], "gpu_hosts": ["box"]}
+
+
+def _sock(port, unit):
+    return {"address": "127.0.0.1", "port": port, "uid": 0, "owners": [{"pid": "42", "unit": unit}]}
+
+
+def test_foreign_listener_on_a_monitoring_port():
+    own = {"own_units": ["prometheus.service", "prometheus-node-exporter.service"]}
+    observed = {"listeners": [_sock(9090, "prometheus.service"), _sock(9100, "other.service"),
+                              _sock(9400, "pdserve-dcgm-exporter-emulator.service")]}
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, dict(own, gpu_exporter_source="none"), observed)
+    assert [(p["variable"], p["message"]) for p in problems] == [
+        ("monitoring_node_exporter_port", "wants port 9100 but 127.0.0.1:9100 is already held by pid 42 (other.service)")]
+    # the role installs the GPU exporter: then the port must be free (or the exporter's own)
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, dict(own, gpu_exporter_source="nvidia_repo"), observed)
+    assert [p["variable"] for p in problems] == ["monitoring_node_exporter_port", "monitoring_gpu_exporter_port"]
+
+
+def test_socket_of_unknown_process_is_ours_when_the_service_user_holds_it():
+    hidden = {"address": "127.0.0.1", "port": 9100, "uid": 101, "owners": []}
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"own_uids": [101]}, {"listeners": [hidden]})
+    assert problems == []
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"own_uids": [0]}, {"listeners": [hidden]})
+    assert [p["message"] for p in problems] == [
+        "wants port 9100 but 127.0.0.1:9100 is already held by a process of uid 101"]
+
+
+def test_bad_threshold_is_a_problem_of_the_monitoring_host():
+    rules = {"runbook_url": "https://x", "scrape_interval": 15, "router_health_check_interval": 60,
+             "health_window_intervals": 3, "thresholds": {"server_down_for": "ten minutes"}}
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {}, None, rules)
+    assert [(p["host"], p["variable"]) for p in problems] == [("box", "monitoring_alert_server_down_for")]
+
+
+@pytest.mark.parametrize("options, variable", [
+    ({"package_source": "deb_files"}, "monitoring_deb_files"),
+    ({"gpu_exporter_source": "deb_files"}, "monitoring_gpu_exporter_deb_files"),
+    ({"grafana_source": "deb_file", "grafana_admin_password_set": True}, "monitoring_grafana_deb_file"),
+])
+def test_option_problems(options, variable):
+    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, options)
+    assert [p["variable"] for p in problems] == [variable]
