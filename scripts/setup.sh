@@ -2,7 +2,7 @@
 # Set up everything the demo and the tests need, on Debian 12 (or a close Ubuntu) as root.
 # Idempotent: each step checks first and does nothing when its result is already in place.
 #
-#   apt packages   podman, runc, debootstrap, numactl, ... (apt-get update only when one is missing)
+#   apt packages   podman, runc, iptables, debootstrap, numactl, ... (apt-get update only when one is missing)
 #   .venv          from requirements.txt; pip runs only when the file's hash changed
 #   collections    containers.podman, ansible.posix, community.general unpacked from PyPI's
 #                  ansible==ANSIBLE_BUNDLE_VERSION into .cache/collections, plus the link
@@ -22,8 +22,11 @@ cd "$ROOT"
 PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 ANSIBLE_BUNDLE_VERSION=12.3.0
 BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
-APT_PACKAGES=(shellcheck podman runc netavark aardvark-dns debootstrap numactl rsync git ca-certificates
-  python3 python3-venv dpkg-dev gnupg debian-archive-keyring)
+# iptables: netavark's firewall driver needs it for any podman network other than none (without
+# it a container on a network fails with "netavark (exit code 1): No such file or directory").
+# openssh-client: Ansible reaches the multi-host test stand over SSH.
+APT_PACKAGES=(shellcheck podman runc netavark aardvark-dns iptables openssh-client debootstrap numactl rsync git
+  ca-certificates python3 python3-venv dpkg-dev gnupg debian-archive-keyring)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }

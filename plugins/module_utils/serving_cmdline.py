@@ -25,9 +25,12 @@ ROUTER_FLAGS = (
     ("health_success_threshold", "--health-success-threshold"),
     ("health_check_timeout_secs", "--health-check-timeout-secs"),
     ("retry_max_retries", "--retry-max-retries"),
+    ("retry_initial_backoff_ms", "--retry-initial-backoff-ms"),
+    ("retry_max_backoff_ms", "--retry-max-backoff-ms"),
     ("cb_failure_threshold", "--cb-failure-threshold"),
     ("cb_success_threshold", "--cb-success-threshold"),
     ("cb_timeout_duration_secs", "--cb-timeout-duration-secs"),
+    ("shutdown_grace_period_secs", "--shutdown-grace-period-secs"),
     ("log_level", "--log-level"),
 )
 # Boolean router settings -> flag given when true.

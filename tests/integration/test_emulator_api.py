@@ -16,6 +16,7 @@ import stack
 pytestmark = pytest.mark.integration
 
 QUESTION = "What is 17*23? Number only."
+HEALTH_GEN = "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"
 WEATHER = [{"type": "function", "function": {
     "name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
@@ -65,11 +66,17 @@ def _emulators(specs):
 
 @pytest.fixture(scope="module")
 def servers():
+    # The fault servers come in both /health configurations of SGLang 0.5.23: generating (the
+    # default) and the cheap liveness probe (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0).
     specs = {
         "plain": ("null", ("--api-key", "sk-test", "--context-length", "8k"), None),
         "never": ("null", (), {"SGLANG_EMULATOR_NEVER_READY": "1"}),
-        "fail": ("null", (), {"SGLANG_EMULATOR_FAIL_5XX": "1"}),
-        "hang": ("null", (), {"SGLANG_EMULATOR_HANG": "1", "SGLANG_HEALTH_CHECK_TIMEOUT": "1"}),
+        "fail": ("null", (), {"SGLANG_EMULATOR_FAIL_5XX": "1", HEALTH_GEN: "0"}),
+        "fail_generating": ("null", (), {"SGLANG_EMULATOR_FAIL_5XX": "1"}),
+        "hang": ("null", (), {"SGLANG_EMULATOR_HANG": "1", "SGLANG_HEALTH_CHECK_TIMEOUT": "1",
+                              HEALTH_GEN: "0"}),
+        "hang_generating": ("null", (), {"SGLANG_EMULATOR_HANG": "1",
+                                         "SGLANG_HEALTH_CHECK_TIMEOUT": "1"}),
         "knobs": ("null", (), None),
     }
     emus = dict(zip(specs, _emulators(list(specs.values()))))
@@ -146,7 +153,7 @@ def test_never_ready(servers):
 
 def test_fail_5xx(servers):
     emu = servers["fail"]
-    assert stack.http_get(emu.url + "/health")[0] == 200  # health does not generate
+    assert stack.http_get(emu.url + "/health")[0] == 200  # cheap /health: does not generate
     assert stack.http_get(emu.url + "/health_generate")[0] == 503
     status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
     assert status == 500
@@ -156,10 +163,19 @@ def test_fail_5xx(servers):
 
 def test_hang_accepts_but_never_answers(servers):
     emu = servers["hang"]
-    assert stack.http_get(emu.url + "/health")[0] == 200
+    assert stack.http_get(emu.url + "/health")[0] == 200  # cheap /health
     with pytest.raises(OSError):  # the client's own timeout (socket.timeout / URLError)
         chat(emu, {"messages": [{"role": "user", "content": QUESTION}]}, timeout=1.0)
     assert stack.http_get(emu.url + "/health_generate", timeout=5.0)[0] == 503
+
+
+@pytest.mark.parametrize("name", ["fail_generating", "hang_generating"])
+def test_default_health_generates(servers, name):
+    # 0.5.23's default: /health is /health_generate, so a server that cannot generate is unhealthy
+    emu = servers[name]
+    assert stack.http_get(emu.url + "/health", timeout=5.0)[0] == 503
+    assert stack.http_get(emu.url + "/health_generate", timeout=5.0)[0] == 503
+    assert stack.http_get(servers["knobs"].url + "/health")[0] == 200
 
 
 def test_crash_after():

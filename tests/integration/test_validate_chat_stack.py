@@ -61,7 +61,10 @@ SCENARIOS = {
     # decode answers 500 to every generation. The prefill gives up waiting for the KV fetch after
     # 1 s and the router neither retries nor opens its circuit breaker, so every check sees the
     # first 500 quickly (with retries each check would take 5 x the bootstrap timeout).
-    'router_5xx': (dict(decode_env={'SGLANG_EMULATOR_FAIL_5XX': '1'},
+    # Models servers with the cheap /health (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0): with
+    # 0.5.23's generating /health the router would mark that decode unhealthy instead.
+    'router_5xx': (dict(decode_env={'SGLANG_EMULATOR_FAIL_5XX': '1',
+                                    'SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION': '0'},
                         prefill_env={'SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT': '1'},
                         router_args=('--disable-retries', '--disable-circuit-breaker')), 'all',
                    'router answered 500'),

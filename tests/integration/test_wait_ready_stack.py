@@ -100,8 +100,13 @@ def test_timeout_names_endpoint_and_last_answer(emulators, monkeypatch):
     assert eps['stuck']['details']['attempts'] > 1
 
 
+# Servers that cannot generate, with the cheap /health (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0):
+# /health says 200 and only a generation shows the fault. With 0.5.23's default /health generates.
+CHEAP_HEALTH = {'SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION': '0'}
+
+
 def test_health_200_is_not_enough_when_the_engine_fails(emulators, monkeypatch):
-    broken = emulators('decode', env={'SGLANG_EMULATOR_FAIL_5XX': '1'})
+    broken = emulators('decode', env=dict(CHEAP_HEALTH, SGLANG_EMULATOR_FAIL_5XX='1'))
     result, failed = run_module({'endpoints': [{'url': broken.url, 'name': 'decode'}], 'timeout': 2}, monkeypatch)
     assert failed
     assert result['msg'] == 'Not ready after 2.0s: decode (%s): GET /health_generate -> 503' % broken.url
@@ -166,8 +171,8 @@ def test_router_missing_expected_workers_times_out(pd_stack, monkeypatch):
 
 
 def test_router_with_failing_decode_is_not_ready(pd_stack, monkeypatch):
-    # /health of decode is 200 (the router registers it as healthy) but every generation fails
-    pd = pd_stack(decode_env={'SGLANG_EMULATOR_FAIL_5XX': '1'},
+    # cheap /health of decode is 200 (the router registers it as healthy) but every generation fails
+    pd = pd_stack(decode_env=dict(CHEAP_HEALTH, SGLANG_EMULATOR_FAIL_5XX='1'),
                   prefill_env={'SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT': '1'},
                   router_args=('--disable-retries',))
     result, failed = run_module({'endpoints': [{'url': pd.router_url, 'kind': 'router', 'name': 'router'}],
@@ -176,3 +181,18 @@ def test_router_with_failing_decode_is_not_ready(pd_stack, monkeypatch):
     assert result['msg'].startswith('Not ready after 4.0s: router (%s): POST /v1/chat/completions -> HTTP 5'
                                     % pd.router_url)
     assert 'router answered 5' in result['msg']
+
+
+def test_router_drops_failing_decode_with_generating_health(pd_stack, monkeypatch):
+    # 0.5.23's default: /health generates, so the router's own health check never admits a decode
+    # that cannot generate; wait_ready reports the missing worker instead of a 5xx
+    pd = pd_stack(decode_env={'SGLANG_EMULATOR_FAIL_5XX': '1'}, start=False)
+    for proc in (pd.prefill, pd.decode, pd.router):
+        proc.start()
+    pd.prefill.wait_healthy(30)
+    result, failed = run_module({'endpoints': [{'url': pd.router_url, 'kind': 'router', 'name': 'router'}],
+                                 'timeout': 4}, monkeypatch)
+    assert failed
+    assert result['msg'].startswith('Not ready after 4.0s: router (%s): ' % pd.router_url), result['msg']
+    # the router never registers it: /health must answer 200 first
+    assert result['msg'].endswith('prefill 1/1 healthy (expected 1), decode 0/0 healthy (expected 1)'), result['msg']

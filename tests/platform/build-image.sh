@@ -13,7 +13,7 @@ PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 IMAGE=${PDSERVE_IMAGE:-localhost/pdserve-systemd:bookworm}
 SUITE=bookworm
 MIRROR=${PDSERVE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,sudo,iproute2,procps,numactl,ca-certificates
+PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,sudo,iproute2,procps,numactl,ca-certificates,openssh-server
 
 recipe=$(printf '%s\n' "$SUITE" "$PACKAGES" "$(sed -n '/^# recipe-begin/,/^# recipe-end/p' "$0")" \
   | sha256sum | cut -c1-12)
@@ -57,12 +57,21 @@ if [[ $force == --force || ! -s $tarball ]]; then
     e2scrub_all.timer fstrim.timer; do
     ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
   done
+  # sshd only where a scenario enables it (scenarios assert the exact set of listening sockets):
+  # disabled, and without host keys (each container makes its own when a scenario enables it,
+  # tests/platform/ssh_stand.py). No loginuid in a container without CAP_AUDIT_CONTROL: a
+  # required pam_loginuid would refuse every SSH session.
+  rm -f "$rootfs"/etc/systemd/system/multi-user.target.wants/ssh.service \
+    "$rootfs"/etc/systemd/system/sockets.target.wants/ssh.socket \
+    "$rootfs"/etc/systemd/system/sshd.service "$rootfs"/etc/ssh/ssh_host_*
+  sed -i 's/^session\s\+required\s\+pam_loginuid\.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
 # recipe-end
   say "packing $tarball"
   tar --numeric-owner --one-file-system -C "$rootfs" -czf "$tarball.partial" .
   mv "$tarball.partial" "$tarball"
-  # Older recipes' tarballs are dead weight.
-  find "$PDSERVE_CACHE/images" -maxdepth 1 -name "pdserve-systemd-$SUITE-*.tar.gz" ! -path "$tarball" -delete
+  # Older recipes' tarballs are dead weight, but a week-old one may be another branch's current
+  # recipe on this machine: keep those (re-importing is seconds, a rebuild minutes).
+  find "$PDSERVE_CACHE/images" -maxdepth 1 -name "pdserve-systemd-$SUITE-*.tar.gz" ! -path "$tarball" -mtime +7 -delete
 else
   say "using cached $tarball"
 fi

@@ -24,6 +24,23 @@ MODEL_KNOBS = ("SGLANG_EMULATOR_TOOL_ARGS", "SGLANG_EMULATOR_TOOL_NAME",
                "SGLANG_EMULATOR_TOOL_FORMAT", "SGLANG_EMULATOR_IGNORE_THINKING")
 
 
+def env_bool(env, name, default):
+    """A boolean variable read the way SGLang 0.5.23's ``EnvBool`` reads it (srt/environ.py):
+    true/1/yes/y and false/0/no/n in any case; unset -> ``default``; any other value (the empty
+    string too) -> a warning and ``default``."""
+    value = env.get(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered in ("true", "1", "yes", "y"):
+        return True
+    if lowered in ("false", "0", "no", "n"):
+        return False
+    log.warning('Invalid value for %s: "%s" is not a valid boolean value, using default "%s"',
+                name, lowered, default)
+    return default
+
+
 def env_float(env, name, default):
     value = env.get(name)
     if value in (None, ""):
@@ -80,8 +97,9 @@ class Server:
         self.bootstrap_timeout = env_float(self.env, "SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT", 10.0)
         self.token_delay = env_float(self.env, "SGLANG_EMULATOR_TOKEN_DELAY", 0.002)
         self.health_timeout = env_float(self.env, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0)
-        self.health_generates = self.env.get(
-            "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "").lower() in ("1", "true")
+        # 0.5.23: /health generates one token unless this is false (default true).
+        self.health_generates = env_bool(self.env, "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION",
+                                         True)
         self.log_requests = self.env.get("SGLANG_EMULATOR_LOG_REQUESTS") == "1"
         self.knobs = {k: self.env[k] for k in MODEL_KNOBS if self.env.get(k)}
         engine = {"prefill": "prefill", "decode": "decode"}.get(self.mode, "unified")

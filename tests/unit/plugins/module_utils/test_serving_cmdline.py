@@ -341,8 +341,15 @@ def test_router_line_of_the_blackwell_inventory_with_the_role_defaults(inventory
         ["--request-timeout-secs", 1800],
         ["--worker-startup-timeout-secs", 1800],
         ["--worker-startup-check-interval", 2],
-        ["--health-check-interval-secs", 60],
+        ["--health-check-interval-secs", 2],
+        ["--health-failure-threshold", 2],
+        ["--health-success-threshold", 1],
+        ["--retry-max-retries", 10],
+        ["--retry-initial-backoff-ms", 100],
+        ["--retry-max-backoff-ms", 2000],
+        ["--shutdown-grace-period-secs", 30],
         ["--log-level", "info"],
+        ["--disable-circuit-breaker"],
     ]
 
 
@@ -418,8 +425,9 @@ def test_the_flag_table():
     assert [flag for _key, flag in C.ROUTER_FLAGS] == [
         "--policy", "--prefill-policy", "--decode-policy", "--request-timeout-secs", "--worker-startup-timeout-secs",
         "--worker-startup-check-interval", "--health-check-interval-secs", "--health-failure-threshold",
-        "--health-success-threshold", "--health-check-timeout-secs", "--retry-max-retries", "--cb-failure-threshold",
-        "--cb-success-threshold", "--cb-timeout-duration-secs", "--log-level"]
+        "--health-success-threshold", "--health-check-timeout-secs", "--retry-max-retries", "--retry-initial-backoff-ms",
+        "--retry-max-backoff-ms", "--cb-failure-threshold", "--cb-success-threshold", "--cb-timeout-duration-secs",
+        "--shutdown-grace-period-secs", "--log-level"]
     assert [flag for _key, flag in C.ROUTER_SWITCHES] == ["--disable-circuit-breaker", "--disable-retries"]
     for key, flag in C.ROUTER_FLAGS + C.ROUTER_SWITCHES:
         assert flag == "--" + key.replace("_", "-")
@@ -445,6 +453,7 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
     settings.update(prefill_policy="random", decode_policy="round_robin", health_failure_threshold=3, health_success_threshold=2,
                     health_check_timeout_secs=5, retry_max_retries=4, cb_failure_threshold=5, cb_success_threshold=2,
                     cb_timeout_duration_secs=30, disable_circuit_breaker=True, disable_retries=True,
+                    retry_initial_backoff_ms=200, retry_max_backoff_ms=3000, shutdown_grace_period_secs=20,
                     extra_args=["--max-concurrent-requests", "64"])
     argv = C.argv(C.router_args(ROUTER, WORKERS, settings, api_key=True))
     parser = argparse.ArgumentParser()
@@ -458,8 +467,9 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
     assert (args.policy, args.prefill_policy, args.decode_policy) == ("cache_aware", "random", "round_robin")
     assert (args.request_timeout_secs, args.worker_startup_timeout_secs, args.worker_startup_check_interval) == (1800, 1800, 2)
     assert (args.health_check_interval_secs, args.health_failure_threshold, args.health_success_threshold,
-            args.health_check_timeout_secs) == (60, 3, 2, 5)
+            args.health_check_timeout_secs) == (2, 3, 2, 5)
     assert (args.retry_max_retries, args.cb_failure_threshold, args.cb_success_threshold, args.cb_timeout_duration_secs) == (4, 5, 2, 30)
+    assert (args.retry_initial_backoff_ms, args.retry_max_backoff_ms, args.shutdown_grace_period_secs) == (200, 3000, 20)
     assert args.disable_circuit_breaker is True and args.disable_retries is True
     assert args.log_level == "info" and args.max_concurrent_requests == 64
     assert args.api_key == "${SGLANG_ROUTER_API_KEY}"

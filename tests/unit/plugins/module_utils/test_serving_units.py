@@ -82,7 +82,8 @@ def router_settings(**overrides):
     }
     for key in ("policy", "prefill_policy", "decode_policy", "request_timeout_secs", "worker_startup_timeout_secs",
                 "worker_startup_check_interval", "health_check_interval_secs", "health_failure_threshold",
-                "health_success_threshold", "health_check_timeout_secs", "retry_max_retries", "disable_retries",
+                "health_success_threshold", "health_check_timeout_secs", "retry_max_retries", "retry_initial_backoff_ms",
+                "retry_max_backoff_ms", "shutdown_grace_period_secs", "disable_retries",
                 "cb_failure_threshold", "cb_success_threshold", "cb_timeout_duration_secs", "disable_circuit_breaker",
                 "log_level"):
         settings[key] = d["sglang_router_" + key]
@@ -516,7 +517,7 @@ def test_router_unit_with_api_key(inventory):
     assert service[:5] == [("Type", "exec"), ("User", "sglang"), ("Group", "sglang"), ("EnvironmentFile", "/etc/sglang/router.env"),
                            ("CacheDirectory", "sglang-router")]
     assert service[5][0] == "ExecStart"
-    assert service[6:11] == [("Restart", "on-failure"), ("RestartSec", "5"), ("KillMode", "control-group"), ("TimeoutStopSec", "30"),
+    assert service[6:11] == [("Restart", "on-failure"), ("RestartSec", "5"), ("KillMode", "control-group"), ("TimeoutStopSec", "45"),
                              ("LimitNOFILE", "65536")]
     hardening = load("roles", "sglang_router", "defaults", "main.yml")["sglang_router_systemd_hardening"]
     assert service[11:] == [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v)) for k, v in sorted(hardening.items())]
@@ -543,7 +544,10 @@ def test_router_unit_without_api_key(inventory):
         "--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998", "--decode", "http://127.0.0.1:30002",
         "--host", "0.0.0.0", "--port", "30001", "--prometheus-host", "127.0.0.1", "--prometheus-port", "29000",
         "--policy", "cache_aware", "--request-timeout-secs", "1800", "--worker-startup-timeout-secs", "1800",
-        "--worker-startup-check-interval", "2", "--health-check-interval-secs", "60", "--log-level", "info"]
+        "--worker-startup-check-interval", "2", "--health-check-interval-secs", "2", "--health-failure-threshold", "2",
+        "--health-success-threshold", "1", "--retry-max-retries", "10", "--retry-initial-backoff-ms", "100",
+        "--retry-max-backoff-ms", "2000", "--shutdown-grace-period-secs", "30", "--log-level", "info",
+        "--disable-circuit-breaker"]
     assert expansions == []
     assert "--api-key" not in unit["unit_text"] and "SGLANG_ROUTER_API_KEY" not in unit["env_text"]
     assert ("After", "network-online.target") in sections(unit["unit_text"])["Unit"]
