@@ -45,6 +45,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "platform"))
 
 import ssh_stand  # noqa: E402  pylint: disable=wrong-import-position
 
+sys.path.insert(0, os.path.join(ROOT, "tests", "emulator", "standin"))
+import build_wheel  # noqa: E402  pylint: disable=wrong-import-position
+
 NETWORK = "pdserve-bench"
 LOCAL_INVENTORY = os.path.join(ROOT, "inventories", "local")
 STAND_VARS = os.path.join(ROOT, "extensions", "molecule", "multihost", "inventory")
@@ -112,6 +115,17 @@ def ansible(label, inventory, playbook, extra=None, args=()):
 
 def podman(*args, check=True):
     return ssh_stand.run(["podman"] + list(args), check=check, timeout=300)
+
+
+def put_standin(container, paths, wheels):
+    """Test plumbing, not timed: what the multihost scenario's prepare.yml puts on a host: the stand-in
+    SGLang wheel beside the machine wheelhouse's wheels (linked) in /opt/pdserve/stand-wheelhouse, and
+    the inventory's paths."""
+    podman("exec", container, "sh", "-c",
+           "mkdir -p /opt/pdserve/stand-wheelhouse %s && find /opt/pdserve/wheelhouse -maxdepth 1 -type f "
+           "-exec ln -sfn {} /opt/pdserve/stand-wheelhouse/ ';'" % " ".join(paths))
+    for wheel in wheels:
+        podman("cp", wheel, "%s:/opt/pdserve/stand-wheelhouse/" % container)
 
 
 def put_emulator(container, paths):
@@ -233,8 +247,12 @@ def multihost_part(work, state, args):
     ssh_stand.up(state, NETWORK, hosts, image=args.image)
     with open(os.path.join(ROOT, "inventories", "multinode", "group_vars", "all", "model.yml"), encoding="utf-8") as h:
         model = yaml.safe_load(h)
+    with open(os.path.join(STAND_VARS, "group_vars", "all", "stand.yml"), encoding="utf-8") as h:
+        version = yaml.safe_load(h)["sglang_install_version"]
+    wheels = [build_wheel.build(version, os.path.join(work, "standin-wheels"))]
+    for host in hosts:
+        put_standin(host, [model["sglang_model_path"], os.path.dirname(model["sglang_model_chat_template"])], wheels)
     for host in hosts[1:]:
-        put_emulator(host, [model["sglang_model_path"], os.path.dirname(model["sglang_model_chat_template"])])
         podman("exec", host, "touch", model["sglang_model_chat_template"])
     site = os.path.join(ROOT, "site.yml")
     runs = {}

@@ -363,6 +363,8 @@ def parse_args(argv=None):
     parser.add_argument("--json", dest="json_path", default="", help="write config, records, events and summary here")
     parser.add_argument("--max-failures", type=int, default=None,
                         help="exit 1 when more requests than this failed (default: report only)")
+    parser.add_argument("--min-ok", type=int, default=0,
+                        help="exit 1 when fewer requests than this succeeded (a run that sent nothing proves nothing)")
     return parser.parse_args(argv)
 
 
@@ -382,6 +384,9 @@ def main(argv=None):
     for line in format_report(result["summary"], origin=result["started"]):
         print(line)
     if args.max_failures is not None and result["summary"]["failed"] > args.max_failures:
+        return 1
+    if result["summary"]["ok"] < args.min_ok:
+        print("fewer than %d requests succeeded" % args.min_ok)
         return 1
     return 0
 

@@ -150,14 +150,19 @@ def create_containers(network, containers, image=IMAGE, wheelhouse=None):
     if network != "none" and run(["podman", "network", "exists", network], check=False).returncode != 0:
         run(["podman", "network", "create", network])
     nofile = os.environ.get("PDSERVE_NOFILE", "1024")
-    wheelhouse = wheelhouse or os.path.join(os.environ.get("PDSERVE_CACHE", "/var/cache/pdserve"), "wheelhouse")
+    cache = os.environ.get("PDSERVE_CACHE", "/var/cache/pdserve")
+    wheelhouse = wheelhouse or os.path.join(cache, "wheelhouse")
+    # site.yml's exporters play installs Debian's node exporter from this local apt repository
+    # (scripts/apt-monitoring.sh), mounted like the molecule scenarios mount it.
+    apt_monitoring = os.path.join(cache, "apt-monitoring")
     for name in containers:
         run(["podman", "rm", "-f", "-t", "0", name], check=False)
         run(["podman", "run", "-d", "--name", name, "--hostname", name, "--network", network,
              "--systemd=always", "--cap-add", "SYS_ADMIN",
              "--ulimit", "nofile=%s:%s" % (nofile, nofile), "--ulimit", "nproc=32768:32768",
              "--label", "pdserve.stand=%s" % network,
-             "-v", "%s:/opt/pdserve/wheelhouse:ro" % wheelhouse, image, "/sbin/init"])
+             "-v", "%s:/opt/pdserve/wheelhouse:ro" % wheelhouse,
+             "-v", "%s:/opt/pdserve/apt-monitoring:ro" % apt_monitoring, image, "/sbin/init"])
     for name in containers:
         run(["podman", "exec", name, "systemctl", "is-system-running", "--wait"], check=False, timeout=120)
 

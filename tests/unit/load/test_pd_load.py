@@ -238,6 +238,7 @@ def test_command_line_writes_json_and_judges(tmp_path, capsys):
     argv = ["--model", "m", "--duration", "0", "--requests", "2", "--concurrency", "1", "--json", str(out)]
     assert asyncio.run(main_in_loop(argv)) == 0  # report only by default
     assert asyncio.run(main_in_loop(argv + ["--max-failures", "1"])) == 1
+    assert asyncio.run(main_in_loop(argv + ["--min-ok", "1"])) == 1  # nothing succeeded
     data = json.loads(out.read_text())
     assert set(data) == {"config", "started", "finished", "records", "events", "summary"}
     assert data["summary"]["failures"] == {"http_502": 2}
