@@ -12,11 +12,29 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import re
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def problem(host, variable, message, fix):
     """One problem. ``variable`` names what to change (``sglang_decode_instances[decode].port``)."""
     return {"host": host, "variable": variable, "message": message, "fix": fix}
+
+
+def env_problems(host, variable, env):
+    """Problems of an environment mapping that is already a dict: names systemd and the shell accept, and
+    values that fit one line of an environment file (a newline or NUL cannot be written there as such)."""
+    problems = []
+    for name in sorted(env, key=str):
+        value = env[name]
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            problems.append(problem(host, "%s.%s" % (variable, name), "is not a valid environment variable name",
+                                    "use letters, digits and underscores, not starting with a digit"))
+        elif isinstance(value, str) and ("\n" in value or "\r" in value or "\0" in value):
+            problems.append(problem(host, "%s.%s" % (variable, name), "holds a line break or NUL character",
+                                    "an environment file takes one line per variable: put the value on one line"))
+    return problems
 
 
 def line(item):

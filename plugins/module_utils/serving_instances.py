@@ -15,7 +15,7 @@ __metaclass__ = type
 import ipaddress
 import re
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest
 
 MODES = ("prefill", "decode")
 UNIT_PREFIX = "sglang-"
@@ -132,6 +132,8 @@ def _check_fields(raw, var, host, problems):
                             or any(isinstance(v, (dict, list, tuple)) or v is None for v in env.values())):
         problems.append(problem(host, "%s.env" % var, "must be a mapping of variable names to values, got %r" % (env,),
                                 "e.g. env: {UCX_NET_DEVICES: mlx5_0:1}"))
+    elif isinstance(env, dict):
+        problems.extend(env_problems(host, "%s.env" % var, env))
 
 
 def normalize(raw_list, mode, inventory_host, server_host="127.0.0.1", metrics=True):

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.sglang_choices import (
     PARSER_PAIRS,
     REASONING_PARSERS,
@@ -74,6 +74,8 @@ def model_problems(host, model):
         if value is not None and not isinstance(value, dict):
             problems.append(problem(host, "sglang_model_" + key, "must be a mapping, got %r" % (value,),
                                     "e.g. {SGLANG_DISAGGREGATION_NIXL_BACKEND: UCX}"))
+        elif isinstance(value, dict):
+            problems.extend(env_problems(host, "sglang_model_" + key, value))
     return problems
 
 

@@ -412,3 +412,21 @@ def test_host_ports_lists_every_port_with_its_variable():
         (30001, "sglang_router_port"),
         (29000, "sglang_router_prometheus_port"),
     ]
+
+
+@pytest.mark.parametrize("env, name, message", [
+    ({"UCX_TLS": "rc\nshm"}, "UCX_TLS", "holds a line break or NUL character"),
+    ({"A": "x\r"}, "A", "holds a line break or NUL character"),
+    ({"1BAD": "x"}, "1BAD", "is not a valid environment variable name"),
+    ({"UCX-TLS": "rc"}, "UCX-TLS", "is not a valid environment variable name"),
+])
+def test_env_that_an_environment_file_cannot_hold(env, name, message):
+    """systemd's environment files take one NAME="value" line per variable: a line break in a value would be
+    written as a literal backslash-n (another value), a bad name ignored by systemd."""
+    problems = one_decode_problem(env=env)
+    assert [(p["variable"], p["message"]) for p in problems] == [("sglang_decode_instances[decode].env.%s" % name, message)]
+    assert problems[0]["fix"]
+
+
+def test_env_with_plain_values_is_fine():
+    assert one_decode_problem(env={"UCX_NET_DEVICES": "mlx5_0:1", "NCCL_DEBUG": "INFO", "SGLANG_X": 1}) == []

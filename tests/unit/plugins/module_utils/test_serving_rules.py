@@ -507,3 +507,11 @@ def test_all_problems_are_reported_at_once():
         "sglang_server_min_free_gb",
     ]
     assert all(p["host"] == "blackwell" and p["message"] and p["fix"] for p in problems)
+
+
+def test_model_env_values_fit_an_environment_file():
+    problems = R.model_problems("h", dict(MODEL, env={"A": "one\ntwo"}, transfer_env={"bad name": "x"}))
+    assert pairs(problems) == [
+        ("sglang_model_env.A", "holds a line break or NUL character"),
+        ("sglang_model_transfer_env.bad name", "is not a valid environment variable name"),
+    ]
