@@ -137,11 +137,13 @@ def _reachability_problems(hosts, workers, routers):
     for kind in MODES:
         for worker in workers[kind]:
             label = "%s on %s" % (instance_variable(worker), worker["inventory_host"])
-            if worker["url"] in seen:
+            first = seen.get(worker["url"])
+            # Two instances of one host on one port are already a port clash of that host: say it once.
+            if first is not None and not (first[1] == worker["inventory_host"] and first[2] == worker.get("port")):
                 problems.append(problem(worker["inventory_host"], instance_variable(worker),
-                                        "%s and %s both resolve to %s" % (seen[worker["url"]], label, worker["url"]),
+                                        "%s and %s both resolve to %s" % (first[0], label, worker["url"]),
                                         "give each a distinct host:port"))
-            seen.setdefault(worker["url"], label)
+            seen.setdefault(worker["url"], (label, worker["inventory_host"], worker.get("port")))
     return problems
 
 

@@ -497,8 +497,7 @@ def test_all_problems_are_reported_at_once():
     assert [p["variable"] for p in problems] == [
         "sglang_decode_instances[prefill].mem_fraction_static",
         "sglang_decode_instances[prefill]",
-        "sglang_decode_instances[prefill].port",
-        "sglang_decode_instances[prefill]",  # ... and so both resolve to http://127.0.0.1:30000
+        "sglang_decode_instances[prefill].port",  # said once: not again as "both resolve to" the same URL
         "sglang_model_reasoning_parser",
         "sglang_router_prometheus_port",
         "sglang_server_model_path",

@@ -480,3 +480,15 @@ def test_local_host(bind, expected):
 ])
 def test_reach_host(bind, address, advertise, expected):
     assert T.reach_host(bind, address, advertise) == expected
+
+
+def test_two_instances_of_one_host_on_one_port_are_one_problem():
+    """The port clash names both instances; the same URL they then share is not a second problem."""
+    topology = T.build_topology(
+        {"h": {"sglang_prefill_instances": [{"name": "p", "gpus": [0], "port": 30000, "bootstrap_port": 8998}],
+               "sglang_decode_instances": [{"name": "d", "gpus": [1], "port": 30000}]}},
+        {"sglang_prefill": ["h"], "sglang_decode": ["h"], "sglang_router": ["h"]})
+    clashes = [p for p in topology["problems"] if "30000" in p["message"]]
+    assert [(p["variable"], p["message"]) for p in clashes] == [
+        ("sglang_decode_instances[d].port",
+         "port 30000 is used by both sglang_prefill_instances[p].port and sglang_decode_instances[d].port")]
