@@ -127,6 +127,7 @@ def address_is_local(address):
 
 
 def nearest_existing(path):
+    """``path`` itself when it exists, else its closest existing ancestor (``/`` for none)."""
     path = os.path.abspath(path or "/")
     while not os.path.exists(path):
         parent = os.path.dirname(path)

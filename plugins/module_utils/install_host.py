@@ -24,6 +24,7 @@ import shutil
 import stat
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import parse_nvcc_version
+from ansible_collections.pdserve.sglang.plugins.module_utils.host_observe import nearest_existing
 
 GIB = 2.0 ** 30
 
@@ -102,17 +103,6 @@ def cuda_toolkit(run, which, cuda_home):
         if parsed:
             info["version"] = parsed["version"]
     return info
-
-
-def nearest_existing(path):
-    """``path`` itself when it exists, else its closest existing ancestor."""
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return path
 
 
 def disk(entries, usage=shutil.disk_usage):
