@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(REPO, 'tests', 'integration'))
 
 import stack  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient  # noqa: E402
-from ansible_collections.pdserve.sglang.plugins.module_utils.readiness import Endpoint, Waiter  # noqa: E402
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import Endpoint, Waiter  # noqa: E402
 
 
 def observe_ready(url, stop, out, period=0.005):

@@ -26,7 +26,7 @@ requirements:
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.restart_plan import merge, plan_line
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import merge, plan_line
 
 
 def restarts_of(result):

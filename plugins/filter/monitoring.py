@@ -8,7 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.pdserve.sglang.plugins.module_utils import monitoring_rules, monitoring_targets
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import rules as monitoring_rules
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as monitoring_targets
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 
 

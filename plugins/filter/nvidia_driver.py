@@ -13,7 +13,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.pdserve.sglang.plugins.module_utils import nvidia_driver_policy, openpgp
+from ansible_collections.pdserve.sglang.plugins.module_utils.driver import policy as nvidia_driver_policy
+from ansible_collections.pdserve.sglang.plugins.module_utils.driver import openpgp
 
 
 def nvidia_driver_plan(settings):

@@ -13,16 +13,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.pdserve.sglang.plugins.module_utils import serving_roll, venv_state
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations import roll as serving_roll
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations import venv_state
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line as problem_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
     GROUPS,
     build_topology,
     host_part,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_units import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.units import (
     changed_units,
     env_quote,
     router_unit,
@@ -32,7 +33,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving_units impor
 
 
 def serving_topology(hostvars, groups, group_names=None):
-    """The serving topology of the inventory (see plugins/module_utils/serving_topology.py)."""
+    """The serving topology of the inventory (see plugins/module_utils/serving/topology.py)."""
     groups = dict(groups or {})
     names = dict(GROUPS)
     names.update(group_names or {})

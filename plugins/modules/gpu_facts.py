@@ -266,8 +266,8 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils import gpu as gpu_utils
-from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import gpu as gpu_utils
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.gpu import (
     GpuDiscovery,
     GpuDiscoveryError,
     NoGpuFound,

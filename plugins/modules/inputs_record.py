@@ -134,7 +134,7 @@ import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.inputs_record import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.install.inputs_record import (
     differs,
     explain,
     normalize,

@@ -240,7 +240,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.install_host import gather
+from ansible_collections.pdserve.sglang.plugins.module_utils.install.host import gather
 
 
 def argument_spec():

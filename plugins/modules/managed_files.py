@@ -166,7 +166,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.restart_plan import unit_reasons
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import unit_reasons
 
 
 def _read(path):

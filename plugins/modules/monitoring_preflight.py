@@ -117,7 +117,8 @@ ports:
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils import host_observe, monitoring_checks
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import checks as monitoring_checks
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
 
 

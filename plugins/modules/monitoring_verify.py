@@ -152,7 +152,7 @@ import base64
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
-from ansible_collections.pdserve.sglang.plugins.module_utils.prometheus_check import PrometheusCheck, describe
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring.prometheus import PrometheusCheck, describe
 
 
 def run_module():

@@ -27,7 +27,7 @@ description:
   - Optionally this boot's kernel log (C(journalctl -k -b), else C(dmesg), or a file) for C(requires use of the
     NVIDIA open kernel modules), and whether an initramfs image is older than the files it must contain.
   - From that state and the settings given, it derives the role's verdicts (RV(problems), RV(reboot),
-    RV(modules_to_load)) with the pure functions of C(module_utils/nvidia_driver_policy.py).
+    RV(modules_to_load)) with the pure functions of C(module_utils/driver/policy.py).
   - A fact the host does not let it read (a sandbox, a read-only system, a missing tool) is C(null) and is
     listed in RV(state.not_checkable); the module does not fail for that.
 author:
@@ -250,8 +250,8 @@ modules_to_load:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.nvidia_driver import DriverStateReader
-from ansible_collections.pdserve.sglang.plugins.module_utils.nvidia_driver_policy import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import DriverStateReader
+from ansible_collections.pdserve.sglang.plugins.module_utils.driver.policy import (
     modules_to_load,
     preflight_problems,
     reboot_decision,

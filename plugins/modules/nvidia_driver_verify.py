@@ -169,15 +169,15 @@ state:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.gpu import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.gpu import (
     NVIDIA_SMI_DIRS,
     GpuDiscovery,
     GpuDiscoveryError,
     NoGpuFound,
     SysfsReader,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.nvidia_driver import DriverStateReader
-from ansible_collections.pdserve.sglang.plugins.module_utils.nvidia_driver_verify import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import DriverStateReader
+from ansible_collections.pdserve.sglang.plugins.module_utils.driver.verify import (
     FAILED,
     NOT_CHECKABLE,
     failure_message,

@@ -131,7 +131,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     client_from_params,
     http_argument_spec,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.router_admin import RouterAdmin, RouterError
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import RouterAdmin, RouterError
 
 
 def argument_spec():

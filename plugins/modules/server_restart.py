@@ -129,8 +129,8 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     client_from_params,
     http_argument_spec,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.readiness import SystemdInspector
-from ansible_collections.pdserve.sglang.plugins.module_utils.server_lifecycle import RestartError, ServerRestarter
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import SystemdInspector
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.server_lifecycle import RestartError, ServerRestarter
 
 
 def argument_spec():

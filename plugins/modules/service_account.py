@@ -101,7 +101,7 @@ import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.service_account import plan
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan
 
 
 def _state(params):

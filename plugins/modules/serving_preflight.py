@@ -214,11 +214,11 @@ import os
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils import gpu as gpu_utils
-from ansible_collections.pdserve.sglang.plugins.module_utils import host_observe
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import gpu as gpu_utils
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_rules import bind_addresses, judge
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import host_part
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import bind_addresses, judge
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import host_part
 
 NVIDIA_SMI_DIRS = list(gpu_utils.NVIDIA_SMI_DIRS)
 

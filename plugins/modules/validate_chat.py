@@ -186,7 +186,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.chat_checks import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import (
     CHECK_NAMES,
     assemble_stream,
     build_request,
@@ -199,7 +199,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     http_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
-from ansible_collections.pdserve.sglang.plugins.module_utils.pd_pair import PairClient
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.pd_pair import PairClient
 
 
 def argument_spec():

@@ -155,7 +155,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
-from ansible_collections.pdserve.sglang.plugins.module_utils.venv_state import judge, observe
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.venv_state import judge, observe
 
 
 def main():

@@ -210,7 +210,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     client_from_params,
     http_argument_spec,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.readiness import (
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import (
     Endpoint,
     SystemdInspector,
     Waiter,

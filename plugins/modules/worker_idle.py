@@ -128,7 +128,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import 
     client_from_params,
     http_argument_spec,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.worker_metrics import IdleWaiter, MetricsError
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_metrics import IdleWaiter, MetricsError
 
 
 def argument_spec():

@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The collection as scripts/setup.sh links it (pytest's pythonpath has it too).
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import (  # noqa: E402
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (  # noqa: E402
     argv as cmdline_argv,
     router_args,
     server_args,

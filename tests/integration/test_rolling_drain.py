@@ -17,11 +17,11 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.chat_checks import CHECK_NAMES
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import CHECK_NAMES
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
-from ansible_collections.pdserve.sglang.plugins.module_utils.pd_pair import PairClient
-from ansible_collections.pdserve.sglang.plugins.module_utils.router_admin import RouterAdmin, RouterError
-from ansible_collections.pdserve.sglang.plugins.module_utils.worker_metrics import IdleWaiter
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.pd_pair import PairClient
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import RouterAdmin, RouterError
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_metrics import IdleWaiter
 from ansible_collections.pdserve.sglang.plugins.modules.validate_chat import ChatValidator
 
 import stack

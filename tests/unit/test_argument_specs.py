@@ -82,7 +82,7 @@ def test_public_variables_are_role_prefixed(role):
 
 def test_topology_defaults_match_the_roles():
     """The serving topology reads these from the inventory with the roles' own defaults."""
-    from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import (
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
         ROUTER_DEFAULTS,
         SERVER_DEFAULTS,
     )

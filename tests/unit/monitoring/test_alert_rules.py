@@ -13,7 +13,7 @@ import shutil
 import pytest
 import yaml
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import monitoring_rules as mr
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import rules as mr
 
 from monitoring_paths import FIXTURES, ROOT
 

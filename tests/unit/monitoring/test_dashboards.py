@@ -16,7 +16,7 @@ import pytest
 import metric_names
 from monitoring_paths import FIXTURES, ROOT
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import monitoring_rules as mr
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import rules as mr
 
 DASHBOARDS = os.path.join(ROOT, "roles", "monitoring", "files", "dashboards")
 UIDS = {"pdserve-sglang-pd", "pdserve-router", "pdserve-gpu", "pdserve-host"}

@@ -14,9 +14,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.pdserve.sglang.plugins.filter import sglang as F
-from ansible_collections.pdserve.sglang.plugins.module_utils import serving_units
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv, router_args, server_args
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as serving_units
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 
 SERVER_SETTINGS = {
     "launch_command": "/opt/sglang/venv/bin/python -m sglang.launch_server", "numa_binding": "numactl", "numactl_path": "/usr/bin/numactl",

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import install_host
+from ansible_collections.pdserve.sglang.plugins.module_utils.install import host as install_host
 from ansible_collections.pdserve.sglang.plugins.modules import install_facts
 
 

@@ -9,8 +9,10 @@ import functools
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import host_observe, monitoring_checks
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import checks as monitoring_checks
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from ansible_collections.pdserve.sglang.plugins.modules import monitoring_preflight
 
 GROUPS = {"sglang_prefill": ["gpu-p"], "sglang_decode": ["gpu-d"], "sglang_router": ["rt"]}

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import prometheus_check
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import prometheus as prometheus_check
 from ansible_collections.pdserve.sglang.plugins.modules import monitoring_verify
 
 EXPECTED = [

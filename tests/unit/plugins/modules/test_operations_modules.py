@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.server_lifecycle import RestartError
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.server_lifecycle import RestartError
 from ansible_collections.pdserve.sglang.plugins.modules import router_worker, server_restart, venv_state, worker_idle
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

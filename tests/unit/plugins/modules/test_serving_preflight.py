@@ -20,8 +20,8 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.pdserve.sglang.plugins.module_utils import host_observe
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving_topology import build_topology
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from ansible_collections.pdserve.sglang.plugins.modules import serving_preflight
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu"))

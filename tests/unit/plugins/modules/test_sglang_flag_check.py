@@ -158,7 +158,7 @@ def test_nested_values_are_rejected(fake_sglang, run):
 # --- parser=router: the real sglang-router 0.3.2 installed in this venv, the collection's own line ---
 
 def _router_argv(**settings):
-    from ansible_collections.pdserve.sglang.plugins.module_utils.serving_cmdline import argv, router_args
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args
     router = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
     workers = {"prefill": [{"url": "http://10.0.0.11:30000", "bootstrap_port": 8998},
                            {"url": "http://10.0.0.11:30010", "bootstrap_port": 8999}],

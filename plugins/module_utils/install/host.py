@@ -1,0 +1,197 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What the sglang_install role needs to know about a host, read in one go (module install_facts).
+
+Read-only. Commands run through a ``run(argv) -> (rc, stdout, stderr)`` callable and tools are found
+through a ``which(name) -> path or None`` callable (``AnsibleModule.run_command`` and
+``get_bin_path`` in the module), so tests can stand in for both.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ctypes.util
+import glob
+import grp
+import json
+import os
+import platform
+import pwd
+import re
+import shutil
+import stat
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.gpu import parse_nvcc_version
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.observe import nearest_existing
+
+GIB = 2.0 ** 30
+
+# Asked of the interpreter the venv will be made from (it may not be the one running this module).
+# Debian ships ensurepip (which `python -m venv` needs) in python3-venv, apart from python3.
+PYTHON_PROBE = r"""
+import json, platform, sys
+try:
+    import ensurepip, venv
+    has_venv = True
+except ImportError:
+    has_venv = False
+libc = platform.libc_ver()
+print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "full_version": "%d.%d.%d" % sys.version_info[:3],
+                  "venv": has_venv, "libc": [libc[0], libc[1]], "machine": platform.machine()}))
+"""
+
+# Where a UCX installed from source or a vendor package puts libucp when ldconfig does not know it.
+LIBUCP_GLOBS = ("/usr/lib/*/libucp.so*", "/usr/lib/libucp.so*", "/usr/local/lib/libucp.so*",
+                "/usr/local/ucx/lib/libucp.so*", "/opt/ucx*/lib/libucp.so*")
+_UCX_VERSION_RES = (re.compile(r"Library version:\s*(\S+)"), re.compile(r"UCX version[ =:]*(\S+)"))
+
+
+def python_info(run, python):
+    """The interpreter's version, whether it has the venv module, and the C library it runs on."""
+    info = {"path": python, "found": False, "version": "", "full_version": "", "venv": False, "error": ""}
+    libc = {"name": "", "version": ""}
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        info["error"] = "%s does not exist or is not executable" % python
+        return info, libc, ""
+    rc, out, err = run([python, "-c", PYTHON_PROBE])
+    try:
+        data = json.loads(out.strip().splitlines()[-1]) if rc == 0 else None
+    except (ValueError, IndexError):
+        data = None
+    if not isinstance(data, dict):
+        info["error"] = "%s -c failed (rc %s): %s" % (python, rc, (err or out).strip()[-300:])
+        return info, libc, ""
+    info.update(found=True, version=data["version"], full_version=data["full_version"], venv=bool(data["venv"]))
+    libc = {"name": data["libc"][0] or "", "version": data["libc"][1] or ""}
+    return info, libc, data.get("machine") or ""
+
+
+def system_ucx(run, which, find_library=ctypes.util.find_library, patterns=LIBUCP_GLOBS):
+    """A UCX outside Python packages: ``ucx_info`` on PATH, or ``libucp`` in the system library paths."""
+    found = {"present": False, "ucx_info": which("ucx_info") or "", "libucp": "", "version": ""}
+    if found["ucx_info"]:
+        rc, out, err = run([found["ucx_info"], "-v"])
+        for regex in _UCX_VERSION_RES:
+            match = regex.search(out or "")
+            if rc == 0 and match:
+                found["version"] = match.group(1)
+                break
+    lib = find_library("ucp")
+    if lib:
+        found["libucp"] = lib
+    else:
+        for pattern in patterns:
+            hits = sorted(glob.glob(pattern))
+            if hits:
+                found["libucp"] = hits[0]
+                break
+    found["present"] = bool(found["ucx_info"] or found["libucp"])
+    return found
+
+
+def cuda_toolkit(run, which, cuda_home):
+    """``nvcc`` in CUDA_HOME/bin, else on PATH, with its release (``13.0``)."""
+    nvcc = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else ""
+    if not (nvcc and os.path.isfile(nvcc) and os.access(nvcc, os.X_OK)):
+        nvcc = which("nvcc") or ""
+    info = {"home": cuda_home or "", "nvcc": nvcc, "version": ""}
+    if nvcc:
+        rc, out, err = run([nvcc, "--version"])
+        parsed = parse_nvcc_version(out) if rc == 0 else None
+        if parsed:
+            info["version"] = parsed["version"]
+    return info
+
+
+def disk(entries, usage=shutil.disk_usage):
+    """Free space for each ``{name, path, min_free_gb}``.
+
+    A path that exists already asks for nothing (what it is for is there: a rerun must not fail).
+    Entries on one filesystem add up: each that needs space must fit together with the others there.
+    """
+    result = []
+    for entry in entries:
+        path = entry["path"]
+        item = {"name": entry["name"], "path": path, "min_free_gb": float(entry["min_free_gb"] or 0),
+                "checked": "", "exists": False, "need_gb": 0.0, "free_gb": None, "need_gb_total": 0.0,
+                "shared_with": [], "ok": True, "error": "", "device": None}
+        if not path or not os.path.isabs(path):
+            item.update(ok=False, error="%r is not an absolute path" % (path,))
+            result.append(item)
+            continue
+        checked = nearest_existing(path)
+        item["checked"] = checked
+        item["exists"] = checked == os.path.abspath(path)
+        item["need_gb"] = 0.0 if item["exists"] else item["min_free_gb"]
+        item["free_gb"] = round(usage(checked).free / GIB, 1)
+        item["device"] = os.stat(checked).st_dev
+        result.append(item)
+    for item in result:
+        if item["error"]:
+            continue
+        same = [other for other in result if not other["error"] and other["device"] == item["device"]]
+        item["need_gb_total"] = sum(other["need_gb"] for other in same)
+        item["shared_with"] = [other["name"] for other in same if other is not item]
+        # A path that exists needs nothing, however full its filesystem is.
+        item["ok"] = item["need_gb"] == 0 or item["free_gb"] >= item["need_gb_total"]
+    for item in result:
+        del item["device"]
+    return result
+
+
+def _name(lookup, number):
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
+def path_info(paths):
+    """``{path: {exists, isdir, owner, group, mode}}`` (names, and mode as ``"0755"``; empty when absent)."""
+    result = {}
+    for path in paths:
+        info = {"exists": False, "isdir": False, "owner": "", "group": "", "mode": ""}
+        try:
+            st = os.stat(path)
+        except OSError:
+            result[path] = info
+            continue
+        info.update(exists=True, isdir=os.path.isdir(path), mode="%04o" % stat.S_IMODE(st.st_mode),
+                    owner=_name(pwd.getpwuid, st.st_uid), group=_name(grp.getgrgid, st.st_gid))
+        result[path] = info
+    return result
+
+
+def user_info(names):
+    """``{name: {exists, uid, home}}``."""
+    result = {}
+    for name in names:
+        try:
+            entry = pwd.getpwnam(name)
+            result[name] = {"exists": True, "uid": entry.pw_uid, "home": entry.pw_dir}
+        except KeyError:
+            result[name] = {"exists": False, "uid": None, "home": ""}
+    return result
+
+
+def gather(run, which, python, cuda_home, disk_entries, paths, users):
+    """Everything at once: the facts the install role decides and judges with."""
+    py, libc, machine = python_info(run, python)
+    if not libc["name"]:
+        # No answer from that interpreter: the C library of the one running this module is the host's too.
+        name, version = platform.libc_ver()
+        libc = {"name": name or "", "version": version or ""}
+    return {
+        "python": py,
+        "libc": libc,
+        "machine": machine or platform.machine(),
+        "ucx": system_ucx(run, which),
+        "cuda": cuda_toolkit(run, which, cuda_home),
+        "git": which("git") or "",
+        "cc": which("cc") or which("gcc") or "",
+        "disk": disk(disk_entries),
+        "paths": path_info(paths),
+        "users": user_info(users),
+    }

@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+"""Which workers a rolling restart (or upgrade) takes, in which order, and which cannot be drained.
+
+One worker at a time across the whole stack. A worker is drained (taken out of every router, waited idle,
+restarted, put back) unless it is the only worker of its type: the routers would then have none, so every
+request fails while it is away. Such a worker is refused unless a plain restart is asked for, which restarts it
+in place and says up front how long it will be away.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
+
+ORDERS = ("inventory", "decode_first", "pairs")
+
+
+def _ordered(workers, order):
+    prefill = [w for w in workers if w["mode"] == "prefill"]
+    decode = [w for w in workers if w["mode"] == "decode"]
+    if order == "decode_first":
+        return decode + prefill
+    if order == "pairs":
+        out = []
+        for index in range(max(len(prefill), len(decode))):
+            out.extend(w[index] for w in (prefill, decode) if index < len(w))
+        return out
+    return prefill + decode
+
+
+def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False, variable="sglang_roll"):
+    """``{"workers": [...], "routers": [...], "problems": [...]}`` for a roll over ``topology``.
+
+    ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every
+    worker returned is a topology worker with ``plain`` (restarted in place) and ``peers`` (how many workers of its
+    type the stack has). ``variable`` prefixes the variable names the problems cite.
+    """
+    problems = list(topology.get("problems") or [])
+    all_workers = [w for mode in MODES for w in (topology.get("workers") or {}).get(mode) or []]
+    routers = list(topology.get("routers") or [])
+    if order not in ORDERS:
+        problems.append(problem("all", "%s_order" % variable, "is %r%s" % (order, suggest(order, ORDERS)),
+                                "use one of: %s" % ", ".join(ORDERS)))
+        order = "inventory"
+    if not routers:
+        problems.append(problem("all", "sglang_router", "the inventory has no router host",
+                                "a rolling restart drains workers through the router: put a host in sglang_router"))
+    known_hosts = sorted(set(w["inventory_host"] for w in all_workers))
+    known_names = sorted(set(w["name"] for w in all_workers))
+    for host in hosts or []:
+        if host not in known_hosts:
+            problems.append(problem(host, "%s_hosts" % variable, "host %r runs no prefill or decode instance%s"
+                                    % (host, suggest(host, known_hosts)),
+                                    "name hosts of sglang_prefill or sglang_decode: %s" % ", ".join(known_hosts)))
+    for name in instances or []:
+        if name not in known_names:
+            problems.append(problem("all", "%s_instances" % variable, "no instance is named %r%s"
+                                    % (name, suggest(name, known_names)),
+                                    "name instances of the inventory: %s" % ", ".join(known_names)))
+    selected = [w for w in all_workers
+                if (not hosts or w["inventory_host"] in hosts) and (not instances or w["name"] in instances)]
+    peers = dict((mode, len([w for w in all_workers if w["mode"] == mode])) for mode in MODES)
+    workers = []
+    for index, worker in enumerate(_ordered(selected, order)):
+        worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=peers[worker["mode"]] < 2)
+        if worker["plain"] and not plain_restart:
+            problems.append(problem(
+                worker["inventory_host"], "%s_plain_restart" % variable,
+                "%s is the only %s worker: taking it out of the router leaves none, so every request fails until it is "
+                "back, which is an outage and not a drain" % (worker["name"], worker["mode"]),
+                "add a second %s instance for restarts without failed requests, or set %s_plain_restart: true to restart "
+                "it in place (the play says how long it was away last time)" % (worker["mode"], variable)))
+        workers.append(worker)
+    if not workers and not problems:
+        problems.append(problem("all", "%s_instances" % variable, "the selection matches no worker",
+                                "select hosts or instances of sglang_prefill and sglang_decode"))
+    return {"workers": workers, "routers": routers, "problems": problems}
+
+
+def _seconds(value):
+    return "?" if value is None else "%.1f s" % float(value)
+
+
+def plan_lines(plan, estimates=(), drain_timeout=300, on_drain_timeout="fail", what="Rolling restart"):
+    """What the roll will do, said before it starts; ``estimates``: server_restart check-mode results (loop items)."""
+    load = dict((e.get("item", {}).get("unit"), e.get("previous_load_seconds"))
+                for e in estimates or [] if isinstance(e, dict))
+    routers = plan.get("routers") or []
+    names = ", ".join(r["inventory_host"] for r in routers)
+    then = "cut them" if on_drain_timeout == "cut" else "stop"
+    lines = ["%s of %d worker(s), one at a time; each leaves %d router(s) (%s) and finishes its requests (up to %s s, "
+             "then %s) before it restarts" % (what, len(plan["workers"]), len(routers), names, drain_timeout, then)]
+    for number, worker in enumerate(plan["workers"], 1):
+        line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], worker["inventory_host"], worker["url"])
+        if worker.get("plain"):
+            seconds = load.get(worker["unit"])
+            expected = _seconds(seconds) if seconds is not None else (
+                "its load time (unknown: no 'fired up' line since its last start)")
+            line += (": the only %s worker, restarted in place - every request fails while it is away: expect an outage "
+                     "of about %s (its last start took that long), plus the router's health checks"
+                     % (worker["mode"], expected))
+        lines.append(line)
+    return lines
+
+
+def _by_item(results):
+    return dict(((r.get("item") or {}).get("name"), r) for r in results or [] if isinstance(r, dict))
+
+
+def roll_report(records, before=(), after=()):
+    """One line per rolled worker, in roll order. Per host of the play (aligned lists): its records (roll_worker.yml),
+    and the loop results of worker_idle (wait=false) over its workers before and after the roll (the counters).
+
+    ``sglang:num_requests_total`` restarts at 0 with the server, so the requests a worker served during the roll are
+    its count at each restart (minus the count before the roll, for the first) plus its count at the end.
+    """
+    before = list(before or [])
+    after = list(after or [])
+    workers = {}
+    order = []
+    for position, got in enumerate(records or []):
+        first = _by_item(((before[position] if position < len(before) else None) or {}).get("results"))
+        last = _by_item(((after[position] if position < len(after) else None) or {}).get("results"))
+        for record in got or []:
+            name = (record["worker"]["inventory_host"], record["worker"]["name"])
+            if name not in workers:
+                workers[name] = {"worker": record["worker"], "records": [], "first": first.get(name[1]),
+                                 "last": last.get(name[1])}
+                order.append(name)
+            workers[name]["records"].append(record)
+    order.sort(key=lambda name: workers[name]["worker"].get("index", 0))
+    return [_report_line(**workers[name]) for name in order]
+
+
+def _report_line(worker, records, first, last):
+    parts = []
+    served = 0
+    known = first is not None and last is not None
+    for number, record in enumerate(records):
+        idle = record.get("idle") or {}
+        restarted = record.get("restarted") or {}
+        prefix = "restart %d%s: " % (number + 1, "" if record.get("ok", True) else " (failed)") \
+            if len(records) > 1 or not record.get("ok", True) else ""
+        if worker.get("plain"):
+            parts.append("%srestarted in place (the only %s worker), away %s"
+                         % (prefix, worker["mode"], _seconds(restarted.get("restart_to_ready"))))
+        else:
+            held = idle.get("in_flight_at_start") or 0
+            text = "%sdrain %s" % (prefix, _seconds(idle.get("seconds")))
+            if held:
+                text += " (%d request(s) finished after it left the router" % held
+                text += (", %d cut)" % idle.get("in_flight", 0)) if not idle.get("idle", True) else ")"
+            parts.append(text)
+            parts.append("restart-to-ready %s" % _seconds(restarted.get("restart_to_ready")))
+        if idle.get("requests_total") is None:
+            known = False
+        else:
+            base = int((first or {}).get("requests_total") or 0) if number == 0 else 0
+            served += int(idle["requests_total"]) - base
+    if known:
+        end = int(last.get("requests_total") or 0)
+        parts.append("served %d requests during the roll (%d before its restart%s, %d after)"
+                     % (served + end, served, "s" if len(records) > 1 else "", end))
+    else:
+        parts.append("served ? requests during the roll")
+    return "%s (%s on %s): %s" % (worker["name"], worker["mode"], worker["inventory_host"], ", ".join(parts))

@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+"""What a GPU host runs and keeps: the venv and version of each instance, the versioned venvs, free disk.
+
+An upgrade installs the new SGLang into a venv of its own beside the current one and moves the instances to it
+one at a time, so the old one stays whole for a rollback. Under the venv root (``/opt/sglang/venvs``) two links
+record what the host runs and what it ran before: ``current`` and ``previous``. Each instance's env file says
+what it runs itself (its ``PDSERVE_*`` fingerprint lines). Everything here reads; the decisions are pure functions
+of what was read, so they are unit-tested without a host.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import glob
+import os
+import re
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import fingerprint
+
+LINKS = ('current', 'previous')
+_VERSION = re.compile(r'^Version:\s*(\S+)', re.M)
+
+
+def installed_version(venv, package='sglang'):
+    """The version of ``package`` installed in ``venv`` (from its dist-info), or None."""
+    name = package.replace('-', '_')
+    for pattern in ('%s/lib/python*/site-packages/%s-*.dist-info/METADATA', '%s/lib64/python*/site-packages/%s-*.dist-info/METADATA'):
+        for path in sorted(glob.glob(pattern % (venv, name))):
+            try:
+                with open(path) as handle:
+                    match = _VERSION.search(handle.read(4096))
+            except (IOError, OSError):
+                continue
+            if match:
+                return match.group(1)
+    return None
+
+
+def read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def free_gb(path):
+    """Free GiB on the filesystem that holds ``path`` (or its nearest existing parent)."""
+    probe = path
+    while probe and not os.path.exists(probe):
+        parent = os.path.dirname(probe.rstrip('/'))
+        if parent == probe:
+            break
+        probe = parent
+    stat = os.statvfs(probe or '/')
+    return round(stat.f_bavail * stat.f_frsize / float(1 << 30), 2)
+
+
+def link_target(path):
+    return os.path.realpath(path) if os.path.islink(path) else None
+
+
+def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglang', target=None):
+    """Everything the decisions need, read from the host."""
+    root = venv_root.rstrip('/')
+    seen = {}
+    for inst in instances:
+        text = read_text(inst['env_file'])
+        seen[inst['name']] = {'env_file': inst['env_file'], 'exists': text is not None,
+                              'fingerprint': fingerprint(text) if text is not None else {}}
+    venvs = []
+    if os.path.isdir(root):
+        for name in sorted(os.listdir(root)):
+            path = os.path.join(root, name)
+            if name in LINKS or os.path.islink(path) or not os.path.isfile(os.path.join(path, 'bin', 'python')):
+                continue
+            venvs.append({'path': path, 'version': installed_version(path, package)})
+    referenced = set()
+    for unit in sorted(glob.glob(os.path.join(unit_dir, 'sglang-*.service'))):
+        text = read_text(unit) or ''
+        for venv in venvs:
+            if venv['path'] + '/' in text:
+                referenced.add(venv['path'])
+    links = dict((name, link_target(os.path.join(root, name))) for name in LINKS)
+    # The version in each venv that matters (a venv outside the root, like a first /opt/sglang/venv, too).
+    versions = {}
+    for path in set([v['path'] for v in venvs] + [p for p in links.values() if p]
+                    + [i['fingerprint'].get('venv') for i in seen.values() if i['fingerprint'].get('venv')]):
+        versions[path] = installed_version(path, package)
+    out = {'instances': seen, 'venvs': venvs, 'referenced': sorted(referenced), 'links': links,
+           'free_gb': free_gb(root), 'root': root, 'versions': versions}
+    if target:
+        # A link (rollback.yml names <root>/previous) counts as the venv it points to.
+        path = os.path.realpath(target) if os.path.islink(target.rstrip('/')) else target.rstrip('/')
+        out['target'] = {'path': path, 'exists': os.path.isfile(os.path.join(path, 'bin', 'python')),
+                         'version': installed_version(path, package)}
+    return out
+
+
+def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_upgrade'):
+    """Decisions and problems from ``observe``'s result (pure).
+
+    ``current``: the ``current`` link, else the venv every instance runs. ``prunable``: venvs under the root that
+    are neither current, previous, the target, nor named by a unit file.
+    """
+    problems = []
+    venvs_in_use = sorted(set(i['fingerprint'].get('venv') for i in seen['instances'].values()
+                              if i['fingerprint'].get('venv')))
+    for name, inst in sorted(seen['instances'].items()):
+        if not inst['exists']:
+            problems.append(problem(host, 'sglang_*_instances[%s]' % name, '%s does not exist: the instance is not '
+                                    'deployed' % inst['env_file'], 'run site.yml first'))
+        elif not inst['fingerprint'].get('venv'):
+            problems.append(problem(host, 'sglang_*_instances[%s]' % name, '%s has no PDSERVE_VENV line: it was '
+                                    'written before units carried a fingerprint' % inst['env_file'],
+                                    'run site.yml first (it rewrites the env files; the instances restart)'))
+    # An interrupted upgrade (or rollback) leaves some instances on its target: running it again finishes it.
+    target_path = (seen.get('target') or {}).get('path') or (target.rstrip('/') if target else None)
+    others = [v for v in venvs_in_use if v != target_path]
+    current = seen['links'].get('current') or (others[0] if len(others) == 1 else None)
+    if len(others) > 1:
+        problems.append(problem(host, variable, 'the instances run from different venvs: %s' % ', '.join(venvs_in_use),
+                                'run site.yml to put every instance on the inventory\'s venv (each restarts), then '
+                                'upgrade again'))
+    decided = {'current': current, 'previous': seen['links'].get('previous'), 'venvs_in_use': venvs_in_use,
+               'current_version': seen.get('versions', {}).get(current),
+               'previous_version': seen.get('versions', {}).get(seen['links'].get('previous'))}
+    if target:
+        info = seen.get('target') or {'path': target_path, 'exists': False}
+        if not info['exists'] and min_free_gb and seen['free_gb'] < float(min_free_gb):
+            problems.append(problem(host, '%s_min_free_gb' % variable,
+                                    '%.1f GiB free under %s, %.1f GiB wanted for the new venv %s (a full SGLang venv '
+                                    'is about 11 GB)' % (seen['free_gb'], seen['root'], float(min_free_gb), info['path']),
+                                    'free disk space (old venvs no unit uses: %s) or lower %s_min_free_gb'
+                                    % (', '.join(v['path'] for v in seen['venvs'] if v['path'] not in seen['referenced'])
+                                       or 'none', variable)))
+        decided['target'] = info
+    keep = set(p for p in (current, decided['previous'], target_path) if p)
+    decided['prunable'] = [v['path'] for v in seen['venvs'] if v['path'] not in keep and v['path'] not in seen['referenced']]
+    decided['problems'] = problems
+    return decided
+
+
+def venv_name(version, source='pypi', git_version=None):
+    """The directory name of a versioned venv: ``sglang-0.5.24`` or ``sglang-git-<ref>``."""
+    if source == 'git':
+        ref = re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(git_version or 'head')).strip('-')
+        return 'sglang-git-%s' % ref
+    return 'sglang-%s' % re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(version)).strip('-')
+
+
+def instance_env_files(names, config_dir='/etc/sglang'):
+    """``[{name, env_file}]`` for venv_state's instances (the roles write ``<config_dir>/<name>.env``)."""
+    return [{'name': name, 'env_file': '%s/%s.env' % (str(config_dir).rstrip('/'), name)} for name in names or []]
+
+
+def switch_sources(instances):
+    """``{name: {venv, version}}``: where each instance runs now, from venv_state's ``instances`` (its fingerprint),
+    the place a failed switch returns it to."""
+    out = {}
+    for name, info in (instances or {}).items():
+        fp = (info or {}).get('fingerprint') or {}
+        out[name] = {'venv': fp.get('venv') or '', 'version': fp.get('sglang') or ''}
+    return out

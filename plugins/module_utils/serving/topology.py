@@ -1,0 +1,213 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The serving topology: every host's instances and router, and how each reaches the others.
+
+Built on the controller from inventory variables only (host_vars/group_vars), so every role and play
+that builds it sees the same stack: the servers deploy exactly what the router is wired to and what
+the monitoring scrapes. Defaults below equal the roles' defaults (a unit test keeps them equal).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
+    MODES,
+    WILDCARD,
+    host_problems,
+    is_loopback,
+    instance_variable,
+    is_int,
+    normalize,
+    url_host,
+)
+
+GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sglang_router"}
+SERVER_DEFAULTS = {"sglang_server_host": "127.0.0.1", "sglang_server_enable_metrics": True}
+ROUTER_DEFAULTS = {
+    "sglang_router_host": "0.0.0.0",
+    "sglang_router_port": 30001,
+    "sglang_router_prometheus_host": "127.0.0.1",
+    "sglang_router_prometheus_port": 29000,
+}
+
+
+def _get(host_vars, name, defaults):
+    value = host_vars.get(name)
+    return defaults[name] if value is None else value
+
+
+def reach_host(bind, address, advertise=None):
+    """The host part another machine uses: advertise_host, else the bind address, else (wildcard) the host's address."""
+    if advertise:
+        return str(advertise)
+    bind = str(bind if bind is not None else "")
+    return str(address) if bind in WILDCARD else bind
+
+
+def local_host(bind):
+    """The host part a process on the same machine uses (loopback for a wildcard bind)."""
+    bind = str(bind if bind is not None else "")
+    if bind == "::":
+        return "::1"
+    return "127.0.0.1" if bind in WILDCARD else bind
+
+
+def _url(host, port):
+    return "http://%s:%s" % (url_host(host), port)
+
+
+def _router(inventory_host, hv, address, problems):
+    router = {"inventory_host": inventory_host}
+    for key in ("host", "port", "prometheus_host", "prometheus_port"):
+        router[key] = _get(hv, "sglang_router_" + key, ROUTER_DEFAULTS)
+    for key in ("port", "prometheus_port"):
+        value = router[key]
+        if not is_int(value) or not 1 <= value <= 65535:
+            problems.append(problem(inventory_host, "sglang_router_" + key, "must be a port between 1 and 65535, got %r"
+                                    % (value,), "write a whole number without quotes, e.g. %s" % ROUTER_DEFAULTS["sglang_router_" + key]))
+    for key in ("host", "prometheus_host"):
+        if not isinstance(router[key], str):
+            problems.append(problem(inventory_host, "sglang_router_" + key, "must be an address, got %r" % (router[key],),
+                                    "e.g. 0.0.0.0 (all addresses) or 127.0.0.1"))
+            router[key] = str(router[key])
+    router["url"] = _url(reach_host(router["host"], address), router["port"])
+    router["local_url"] = _url(local_host(router["host"]), router["port"])
+    prom = router["prometheus_host"]
+    router["prometheus_local_url"] = _url(local_host(prom), router["prometheus_port"])
+    router["prometheus_url"] = None if is_loopback(prom) else _url(reach_host(prom, address), router["prometheus_port"])
+    return router
+
+
+def _instance_urls(inst, address):
+    host = reach_host(inst["host"], address, inst.get("advertise_host"))
+    inst["url"] = _url(host, inst["port"])
+    inst["local_url"] = _url(local_host(inst["host"]), inst["port"])
+    inst["metrics_url"] = inst["url"] + "/metrics"
+    inst["reach_host"] = host
+
+
+def _reachability_problems(hosts, workers, routers):
+    """Addresses a process on ANOTHER host must connect to may be neither loopback nor wildcard."""
+    problems = []
+    router_hosts = [r["inventory_host"] for r in routers]
+    decode_hosts = sorted(set(w["inventory_host"] for w in workers["decode"]))
+    for kind in MODES:
+        for worker in workers[kind]:
+            remote_routers = [h for h in router_hosts if h != worker["inventory_host"]]
+            remote_decode = [h for h in decode_hosts if h != worker["inventory_host"]] if kind == "prefill" else []
+            if not remote_routers and not remote_decode:
+                continue
+            var = "%s.host" % instance_variable(worker)
+            if worker.get("advertise_host") and str(worker["advertise_host"]) in WILDCARD:
+                problems.append(problem(worker["inventory_host"], "%s.advertise_host" % instance_variable(worker),
+                                        "is the wildcard %r, which no other host can connect to" % worker["advertise_host"],
+                                        "advertise an address of %s that the other hosts can reach" % worker["inventory_host"]))
+                continue
+            if is_loopback(worker["host"]) and not is_loopback(worker["reach_host"]):
+                # advertise_host changes what the router is told, not where the server listens.
+                problems.append(problem(
+                    worker["inventory_host"], var,
+                    "is %s, a loopback address: %s listen there only, whatever advertise_host %s says"
+                    % (worker["host"], worker["url"], worker["reach_host"]),
+                    "bind the instance to an address of %s that %s can reach (or 0.0.0.0)"
+                    % (worker["inventory_host"], ", ".join(remote_routers + remote_decode))))
+                continue
+            if not is_loopback(worker["reach_host"]):
+                continue
+            if remote_routers:
+                problems.append(problem(
+                    worker["inventory_host"], var,
+                    "the router on %s cannot reach %s: it is served on %s, a loopback address of %s"
+                    % (", ".join(remote_routers), worker["url"], worker["reach_host"], worker["inventory_host"]),
+                    "set the instance's host (or sglang_server_host of %s) to an address of %s that the router host "
+                    "can reach, e.g. its private address" % (worker["inventory_host"], worker["inventory_host"])))
+            if remote_decode:
+                # The router hands decode the host of the prefill URL as bootstrap_host.
+                problems.append(problem(
+                    worker["inventory_host"], var,
+                    "decode servers on %s get %s:%s as the KV bootstrap address (the host of the prefill URL), "
+                    "a loopback address of %s they cannot reach"
+                    % (", ".join(remote_decode), worker["reach_host"], worker["bootstrap_port"], worker["inventory_host"]),
+                    "serve this prefill instance on an address of %s that the decode hosts can reach"
+                    % worker["inventory_host"]))
+    seen = {}
+    for kind in MODES:
+        for worker in workers[kind]:
+            label = "%s on %s" % (instance_variable(worker), worker["inventory_host"])
+            first = seen.get(worker["url"])
+            # Two instances of one host on one port are already a port clash of that host: say it once.
+            if first is not None and not (first[1] == worker["inventory_host"] and first[2] == worker.get("port")):
+                problems.append(problem(worker["inventory_host"], instance_variable(worker),
+                                        "%s and %s both resolve to %s" % (first[0], label, worker["url"]),
+                                        "give each a distinct host:port"))
+            seen.setdefault(worker["url"], (label, worker["inventory_host"], worker.get("port")))
+    return problems
+
+
+def build_topology(host_vars, groups, group_names=None):
+    """The topology of the inventory (see the module docstring of the filter serving_topology).
+
+    ``host_vars``: {inventory host: its variables}. ``groups``: {group: [hosts]}. ``group_names``:
+    {"prefill", "decode", "router"} -> group name, overriding GROUPS.
+    """
+    names = dict(GROUPS)
+    names.update(dict((k, v) for k, v in (group_names or {}).items() if v))
+    members = dict((role, list((groups or {}).get(group) or [])) for role, group in names.items())
+    ordered = []
+    for role in ("prefill", "decode", "router"):
+        for host in members[role]:
+            if host not in ordered:
+                ordered.append(host)
+
+    hosts = {}
+    problems = []
+    workers = {"prefill": [], "decode": []}
+    declared = {"prefill": False, "decode": False}
+    routers = []
+    for name in ordered:
+        hv = host_vars.get(name) or {}
+        address = str(hv.get("ansible_host") or name)
+        entry = {"address": address, "groups": [names[r] for r in ("prefill", "decode", "router") if name in members[r]],
+                 "prefill": [], "decode": [], "router": None}
+        server_host = _get(hv, "sglang_server_host", SERVER_DEFAULTS)
+        metrics = _get(hv, "sglang_server_enable_metrics", SERVER_DEFAULTS)
+        for mode in MODES:
+            if name not in members[mode]:
+                continue
+            raw = hv.get("sglang_%s_instances" % mode)
+            declared[mode] = declared[mode] or (isinstance(raw, (list, tuple)) and len(raw) > 0)
+            instances, found = normalize(raw, mode, name, server_host, metrics)
+            problems.extend(found)
+            for inst in instances:
+                if is_int(inst.get("port")):
+                    _instance_urls(inst, address)
+                else:
+                    inst.update(url=None, local_url=None, metrics_url=None, reach_host=None)
+            entry[mode] = instances
+            workers[mode].extend(i for i in instances if i["url"])
+        if name in members["router"]:
+            entry["router"] = _router(name, hv, address, problems)
+            routers.append(entry["router"])
+        problems.extend(host_problems(name, entry["prefill"] + entry["decode"], entry["router"]))
+        hosts[name] = entry
+
+    for router in routers:
+        for mode in MODES:
+            # Declared but all malformed: the shape problems already say what to fix.
+            if not workers[mode] and not declared[mode]:
+                problems.append(problem(router["inventory_host"], "sglang_%s_instances" % mode,
+                                        "the router has no %s worker: no host of group %s defines sglang_%s_instances"
+                                        % (mode, names[mode], mode), "add one to the inventory"))
+    problems.extend(_reachability_problems(hosts, workers, routers))
+    return {"hosts": hosts, "workers": workers, "routers": routers, "problems": problems, "groups": names}
+
+
+def host_part(topology, inventory_host):
+    """One host's entry (empty when the host serves nothing) and the problems that concern it."""
+    entry = topology["hosts"].get(inventory_host) or {"address": inventory_host, "groups": [], "prefill": [],
+                                                      "decode": [], "router": None}
+    mine = [p for p in topology["problems"] if p.get("host") == inventory_host]
+    return entry, mine

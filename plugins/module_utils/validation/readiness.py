@@ -1,0 +1,442 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+"""Readiness of SGLang model servers and PD routers, for wait_ready.
+
+A server is ready when ``GET /health`` answers 200 and it can generate:
+
+* a plain (non-PD) server gets a real one-token ``POST /generate``;
+* a PD server (``disaggregation_mode`` prefill or decode in ``/server_info``) cannot serve a
+  request alone (it needs a peer and a ``bootstrap_room``), so it is asked for
+  ``GET /health_generate``: SGLang then runs a one-token generation through its own scheduler
+  with a fake bootstrap (``FAKE_BOOTSTRAP_HOST``, room 0) and answers 200 only when the
+  engine produced it. The real end-to-end generation of a PD stack happens through the router.
+
+A router is ready when ``GET /workers`` lists at least the expected healthy prefill and decode
+workers and a real chat completion through it answers 200 with a choice.
+
+Endpoints are waited for in parallel threads. A ``pid`` that is gone, or a systemd ``unit``
+that is failed or inactive, ends the wait at once with the unit state and its last journal lines.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import threading
+import time
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import excerpt, join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import count_workers, diagnose_http_failure
+
+ROUTER_PROMPT = 'What is 17*23? Number only.'
+NULL_MODE = 'null'
+PD_MODES = ('prefill', 'decode')
+MAX_GENERATION_BACKOFF = 5.0
+JOURNAL_LINES = 20
+UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'NRestarts')
+
+
+class Endpoint(object):
+    """One thing to wait for."""
+
+    def __init__(self, url, kind='server', name=None, unit=None, pid=None,
+                 expected_prefill=1, expected_decode=1, model=None):
+        self.url = url.rstrip('/')
+        self.kind = kind
+        self.unit = unit
+        self.pid = pid
+        self.expected_prefill = expected_prefill
+        self.expected_decode = expected_decode
+        self.model = model
+        self.name = name or unit or self.url.split('://', 1)[-1]
+
+    @classmethod
+    def from_option(cls, item):
+        return cls(url=item['url'], kind=item.get('kind') or 'server', name=item.get('name'),
+                   unit=item.get('unit'), pid=item.get('pid'),
+                   expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
+                   expected_decode=item.get('expected_decode', 1) if item.get('expected_decode') is not None else 1,
+                   model=item.get('model'))
+
+
+class EndpointState(object):
+    """What is known about one endpoint while waiting, and in the end."""
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
+        self.ready = False
+        self.seconds = None
+        self.last_status = 'not probed yet'
+        self.details = {}
+        self.fatal = None
+        self.unit_state = None
+        self.journal = None
+        self.attempts = 0
+        self.next_generation_at = 0.0
+        self.generation_backoff = 0.0
+
+    def as_dict(self):
+        ep = self.endpoint
+        out = {
+            'name': ep.name,
+            'url': ep.url,
+            'kind': ep.kind,
+            'ready': self.ready,
+            'seconds': None if self.seconds is None else round(self.seconds, 3),
+            'last_status': self.last_status,
+            'details': dict(self.details, attempts=self.attempts),
+        }
+        if ep.unit:
+            out['unit'] = ep.unit
+            out['unit_state'] = self.unit_state
+        if ep.pid:
+            out['pid'] = ep.pid
+        if self.journal is not None:
+            out['journal'] = self.journal
+        if self.fatal:
+            out['failure'] = self.fatal
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Process and unit liveness
+# ---------------------------------------------------------------------------
+
+def pid_problem(pid):
+    """None while the process lives; a sentence when it is gone or a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return 'process %d is gone' % pid
+    except PermissionError:
+        pass  # it exists, owned by someone else
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            stat = handle.read()
+        state = stat.rsplit(')', 1)[1].split()[0]
+        if state in ('Z', 'X'):
+            return 'process %d has exited (zombie, not yet reaped)' % pid
+    except (IOError, OSError, IndexError):
+        pass
+    return None
+
+
+def parse_systemctl_show(text):
+    state = {}
+    for line in (text or '').splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            state[key.strip()] = value.strip()
+    return state
+
+
+def unit_problem(state):
+    """None while the unit may still come up; a sentence when it will not."""
+    if not state:
+        return None
+    load = state.get('LoadState')
+    active = state.get('ActiveState')
+    if load == 'not-found':
+        return 'unit not found (LoadState=not-found)'
+    if active == 'failed':
+        return 'unit failed'
+    if active == 'inactive':
+        return 'unit is inactive (stopped or never started)'
+    return None
+
+
+def describe_unit_state(state):
+    return ' '.join('%s=%s' % (k, state[k]) for k in UNIT_PROPERTIES if k in (state or {}))
+
+
+class SystemdInspector(object):
+    """systemctl/journalctl through a run_command(args) -> (rc, stdout, stderr) callable."""
+
+    def __init__(self, run_command, systemctl='systemctl', journalctl='journalctl'):
+        self._run = run_command
+        self._lock = threading.Lock()
+        self.systemctl = systemctl
+        self.journalctl = journalctl
+
+    def state(self, unit):
+        args = [self.systemctl, 'show', unit, '--no-pager', '--property=' + ','.join(UNIT_PROPERTIES)]
+        with self._lock:
+            rc, out, err = self._run(args)
+        if rc != 0:
+            raise RuntimeError('cannot read the state of unit %s: %s' % (unit, excerpt(err or out) or 'rc=%s' % rc))
+        return parse_systemctl_show(out)
+
+    def journal(self, unit, lines=JOURNAL_LINES):
+        args = [self.journalctl, '-u', unit, '-n', str(lines), '--no-pager']
+        with self._lock:
+            rc, out, err = self._run(args)
+        if rc != 0 and not out:
+            return ['(journalctl failed: %s)' % excerpt(err)]
+        return [line for line in out.splitlines() if line.strip()][-lines:]
+
+
+# ---------------------------------------------------------------------------
+# Probes
+# ---------------------------------------------------------------------------
+
+def _remaining_timeout(client, deadline, now):
+    return max(0.5, min(client.timeout, deadline - now + 0.5))
+
+
+def _generation_failed(state, now, interval):
+    state.generation_backoff = min(MAX_GENERATION_BACKOFF, max(interval, state.generation_backoff * 2 or interval))
+    state.next_generation_at = now + state.generation_backoff
+
+
+def probe_server(client, state, generate, deadline, interval, clock=time.monotonic):
+    """One probe of a model server; True when ready."""
+    ep = state.endpoint
+    timeout = _remaining_timeout(client, deadline, clock())
+    health = client.get(join_url(ep.url, '/health'), timeout=timeout)
+    if health.status != 200:
+        state.last_status = health.summary('/health')
+        return False
+    if not generate:
+        state.last_status = health.summary('/health')
+        return True
+    if 'disaggregation_mode' not in state.details:
+        info = client.get(join_url(ep.url, '/server_info'), timeout=timeout)
+        if info.status != 200:
+            info = client.get(join_url(ep.url, '/get_server_info'), timeout=timeout)
+        data = info.json() if info.status == 200 else None
+        if isinstance(data, dict):
+            state.details['disaggregation_mode'] = str(data.get('disaggregation_mode') or NULL_MODE)
+            if data.get('served_model_name'):
+                state.details['model'] = data.get('served_model_name')
+        else:
+            state.details['server_info'] = info.summary('/server_info')
+    now = clock()
+    if now < state.next_generation_at:
+        return False
+    mode = state.details.get('disaggregation_mode')
+    if mode == NULL_MODE:
+        state.details['generation'] = 'POST /generate (1 token)'
+        gen = client.post_json(join_url(ep.url, '/generate'),
+                               {'text': ROUTER_PROMPT, 'sampling_params': {'max_new_tokens': 1, 'temperature': 0}},
+                               timeout=timeout)
+        body = gen.json()
+        ok = gen.status == 200 and isinstance(body, (dict, list))
+        path = '/generate'
+    else:
+        state.details['generation'] = ('GET /health_generate (1 token through the engine with a fake bootstrap; '
+                                       'a PD server cannot generate alone)')
+        gen = client.get(join_url(ep.url, '/health_generate'), timeout=timeout)
+        ok = gen.status == 200
+        path = '/health_generate'
+    state.last_status = gen.summary(path)
+    if not ok:
+        _generation_failed(state, clock(), interval)
+    return ok
+
+
+def probe_router(client, state, generate, deadline, interval, clock=time.monotonic):
+    """One probe of a PD router; True when ready."""
+    ep = state.endpoint
+    timeout = _remaining_timeout(client, deadline, clock())
+    workers = client.get(join_url(ep.url, '/workers'), timeout=timeout)
+    if workers.status in (401, 403):
+        # Waiting does not change the key: say so at once instead of timing out.
+        state.last_status = workers.summary('/workers')
+        state.fatal = ('the router answers %s: it requires an API key and the one given (if any) is not it; '
+                       'pass the router\'s key (api_key, sglang_router_api_key)' % workers.status)
+        return False
+    data = workers.json() if workers.status == 200 else None
+    if not isinstance(data, dict) or 'workers' not in data:
+        state.last_status = workers.summary('/workers')
+        return False
+    counts = count_workers(data)
+    state.details['workers'] = counts
+    short = []
+    for kind, need in (('prefill', ep.expected_prefill), ('decode', ep.expected_decode)):
+        short.append('%s %d/%d healthy (expected %d)' % (kind, counts[kind]['healthy'], counts[kind]['total'], need))
+    enough = counts['prefill']['healthy'] >= ep.expected_prefill and counts['decode']['healthy'] >= ep.expected_decode
+    if ep.expected_prefill == 0 and ep.expected_decode == 0:
+        enough = sum(c['healthy'] for c in counts.values()) > 0
+    if not enough:
+        state.last_status = 'GET /workers: ' + ', '.join(short)
+        return False
+    if not generate:
+        state.last_status = 'GET /workers: ' + ', '.join(short)
+        return True
+    now = clock()
+    if now < state.next_generation_at:
+        return False
+    model = ep.model or state.details.get('model')
+    if not model:
+        models = client.get(join_url(ep.url, '/v1/models'), timeout=timeout)
+        listing = models.json() if models.status == 200 else None
+        try:
+            model = listing['data'][0]['id']
+            state.details['model'] = model
+        except (TypeError, KeyError, IndexError):
+            state.last_status = models.summary('/v1/models')
+            _generation_failed(state, clock(), interval)
+            return False
+    chat = client.post_json(join_url(ep.url, '/v1/chat/completions'), {
+        'model': model,
+        'messages': [{'role': 'user', 'content': ROUTER_PROMPT}],
+        'max_tokens': 16,
+        'temperature': 0,
+    }, timeout=timeout)
+    body = chat.json()
+    state.details['generation'] = 'POST /v1/chat/completions through the router'
+    if chat.status == 200 and isinstance(body, dict) and body.get('choices'):
+        state.last_status = chat.summary('/v1/chat/completions')
+        return True
+    if chat.status is not None and chat.status != 200:
+        evidence, cause = diagnose_http_failure(chat.status, body, chat.text, chat.headers, chat.error, data)
+        state.last_status = 'POST /v1/chat/completions -> %s (%s)' % (evidence, cause)
+    else:
+        state.last_status = chat.summary('/v1/chat/completions')
+    _generation_failed(state, clock(), interval)
+    return False
+
+
+PROBES = {'server': probe_server, 'router': probe_router}
+
+
+# ---------------------------------------------------------------------------
+# Waiting
+# ---------------------------------------------------------------------------
+
+class Waiter(object):
+    """Wait for several endpoints at once, each in its own thread.
+
+    ``run()`` returns ``(states, outcome)`` where outcome is 'ready', 'fatal' or 'timeout'.
+    A fatal problem on one endpoint (dead pid, failed unit) stops every thread at once.
+    """
+
+    def __init__(self, endpoints, client, timeout, interval, generate=True, inspector=None,
+                 clock=time.monotonic, probes=None):
+        self.states = [EndpointState(ep) for ep in endpoints]
+        self.client = client
+        self.timeout = float(timeout)
+        self.interval = float(interval)
+        self.generate = generate
+        self.inspector = inspector
+        self.clock = clock
+        self.probes = probes or PROBES
+        self._stop = threading.Event()
+        self._cond = threading.Condition()
+        self._finished = 0
+        self.started = None
+        self.elapsed = None
+
+    def _liveness(self, state):
+        """Set state.fatal when the endpoint's process or unit is gone for good."""
+        ep = state.endpoint
+        if ep.pid:
+            problem = pid_problem(ep.pid)
+            if problem:
+                state.fatal = problem
+                return
+        if ep.unit and self.inspector is not None:
+            try:
+                unit_state = self.inspector.state(ep.unit)
+            except RuntimeError as exc:
+                state.fatal = str(exc)
+                return
+            state.unit_state = unit_state
+            problem = unit_problem(unit_state)
+            if problem:
+                state.fatal = '%s %s: %s' % (ep.unit, problem, describe_unit_state(unit_state))
+                state.journal = self.inspector.journal(ep.unit)
+
+    def _record_unit(self, state):
+        """Keep the unit state of a ready endpoint in the result (NRestarts tells of crashes)."""
+        if state.endpoint.unit and self.inspector is not None:
+            try:
+                state.unit_state = self.inspector.state(state.endpoint.unit)
+            except RuntimeError:
+                pass
+
+    def _probe_once(self, state, deadline):
+        state.attempts += 1
+        probe = self.probes[state.endpoint.kind]
+        try:
+            return probe(self.client, state, self.generate, deadline, self.interval, self.clock)
+        except Exception as exc:  # pylint: disable=broad-except
+            state.last_status = 'probe error: %s: %s' % (type(exc).__name__, exc)
+            return False
+
+    def _watch(self, state, deadline):
+        try:
+            while not self._stop.is_set():
+                if self._probe_once(state, deadline):
+                    state.ready = True
+                    state.seconds = self.clock() - self.started
+                    self._record_unit(state)
+                    return
+                self._liveness(state)
+                if state.fatal:
+                    self._stop.set()
+                    return
+                remaining = deadline - self.clock()
+                if remaining <= 0:
+                    return
+                self._stop.wait(min(self.interval, remaining))
+        finally:
+            with self._cond:
+                self._finished += 1
+                self._cond.notify_all()
+
+    def run(self):
+        self.started = self.clock()
+        deadline = self.started + self.timeout
+        threads = []
+        for state in self.states:
+            thread = threading.Thread(target=self._watch, args=(state, deadline),
+                                      name='wait_ready:%s' % state.endpoint.name)
+            thread.daemon = True
+            threads.append(thread)
+            thread.start()
+        with self._cond:
+            while self._finished < len(threads) and not self._stop.is_set():
+                self._cond.wait(0.5)
+        if self._stop.is_set():
+            # a fatal problem: the other threads stop at their next step; do not wait for
+            # a probe that may be stuck in a request
+            for thread in threads:
+                thread.join(0.2)
+        self.elapsed = self.clock() - self.started
+        if any(s.fatal for s in self.states):
+            return self.states, 'fatal'
+        if all(s.ready for s in self.states):
+            return self.states, 'ready'
+        return self.states, 'timeout'
+
+    def probe_once(self):
+        """One round of read-only probes (no generation, no waiting), for check mode."""
+        self.started = self.clock()
+        deadline = self.started + self.timeout
+        for state in self.states:
+            state.ready = self._probe_once(state, deadline)
+            if state.ready:
+                state.seconds = self.clock() - self.started
+                self._record_unit(state)
+            else:
+                self._liveness(state)
+        self.elapsed = self.clock() - self.started
+        return self.states
+
+
+def failure_message(states, outcome, timeout):
+    """The fail_json message: each endpoint that is not ready and what it last answered."""
+    if outcome == 'fatal':
+        parts = []
+        for s in states:
+            if s.fatal:
+                msg = '%s (%s): %s; last answer: %s' % (s.endpoint.name, s.endpoint.url, s.fatal, s.last_status)
+                if s.journal:
+                    msg += '; last journal lines:\n' + '\n'.join(s.journal)
+                parts.append(msg)
+        return 'Endpoint gone while waiting: ' + ' | '.join(parts)
+    waiting = ['%s (%s): %s' % (s.endpoint.name, s.endpoint.url, s.last_status) for s in states if not s.ready]
+    return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))

@@ -1,0 +1,60 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The service account plan: only what differs, in the order the tools need."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan
+
+WANT = {"name": "sglang", "group": "sglang", "home": "/var/lib/sglang", "shell": "/usr/sbin/nologin",
+        "extra_groups": ["video", "render"], "config_dir": "/etc/sglang", "config_mode": "0750"}
+DIRS_OK = {"/var/lib/sglang": {"owner": "sglang", "group": "sglang", "mode": "0700"},
+           "/etc/sglang": {"owner": "root", "group": "sglang", "mode": "0750"}}
+
+
+def converged(**user):
+    base = {"gid_name": "sglang", "home": "/var/lib/sglang", "shell": "/usr/sbin/nologin", "groups": ["video"]}
+    base.update(user)
+    return {"groups": {"sglang", "video"}, "user": base, "dirs": dict(DIRS_OK)}
+
+
+def test_a_new_host_gets_group_user_and_directories_in_order():
+    commands, dirs, skipped = plan(WANT, {"groups": {"video"}, "user": None,
+                                          "dirs": {"/var/lib/sglang": None, "/etc/sglang": None}})
+    assert commands == [
+        ["groupadd", "--system", "sglang"],
+        ["useradd", "--system", "--gid", "sglang", "--home-dir", "/var/lib/sglang", "--create-home",
+         "--shell", "/usr/sbin/nologin", "--groups", "video", "sglang"],
+    ]
+    assert [(d["path"], d["owner"], d["group"], d["mode"], d["create"]) for d in dirs] == [
+        ("/var/lib/sglang", "sglang", "sglang", "0750", True), ("/etc/sglang", "root", "sglang", "0750", True)]
+    assert skipped == ["render"]
+
+
+def test_a_converged_host_needs_nothing():
+    assert plan(WANT, converged()) == ([], [], ["render"])
+
+
+def test_only_the_differences_are_changed():
+    commands, dirs, dummy_skipped = plan(WANT, converged(shell="/bin/bash", groups=[]))
+    assert commands == [["usermod", "--shell", "/usr/sbin/nologin", "--append", "--groups", "video", "sglang"]]
+    assert dirs == []
+    commands, dummy_dirs, dummy_skipped = plan(WANT, converged(gid_name="users", home="/home/sglang"))
+    assert commands == [["usermod", "--gid", "sglang", "--home", "/var/lib/sglang", "sglang"]]
+
+
+def test_the_config_dir_is_fixed_but_the_home_is_only_created():
+    have = converged()
+    have["dirs"] = {"/var/lib/sglang": {"owner": "root", "group": "root", "mode": "0755"},
+                    "/etc/sglang": {"owner": "root", "group": "root", "mode": "0755"}}
+    dummy_commands, dirs, dummy_skipped = plan(WANT, have)
+    assert [(d["path"], d["group"], d["mode"], d["create"]) for d in dirs] == [("/etc/sglang", "sglang", "0750", False)]
+
+
+def test_without_config_dir_and_extra_groups():
+    want = dict(WANT, extra_groups=[], config_dir=None)
+    have = converged()
+    have["dirs"] = {"/var/lib/sglang": DIRS_OK["/var/lib/sglang"]}
+    assert plan(want, have) == ([], [], [])

@@ -1,0 +1,297 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""sglang_install's decisions and preflight judgement (plugins/module_utils/install/plan.py), and the
+install_plan filter over it. Each check is shown to pass on a good host and to fail on a bad one."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.pdserve.sglang.plugins.filter import install as F
+from ansible_collections.pdserve.sglang.plugins.module_utils.install import plan as P
+
+NIXL_BUILD = {"name": "nixl", "repo": "https://github.com/ai-dynamo/nixl.git", "version": "1.3.0", "cuda": True,
+              "command": "pip install .", "check": "python -c 'import nixl'"}
+SETTINGS = {
+    "user": "sglang", "group": "sglang", "root": "/opt/sglang", "venv": "/opt/sglang/venv",
+    "build_dir": "/opt/sglang/build", "src_dir": "/opt/sglang/src/sglang", "python": "/usr/bin/python3",
+    "python_versions": ["3.11", "3.12", "3.13"], "min_glibc": "2.34", "source": "pypi", "version": "0.5.23",
+    "offline": False, "wheelhouse": "", "git_repo": "https://github.com/sgl-project/sglang.git", "git_version": "v0.5.23",
+    "nixl_source": "auto", "nixl_ucx_prefix": "/usr", "nixl_fail_on_ucx_conflict": True, "nixl_build": NIXL_BUILD,
+    "kernel_builds": [], "cuda_home": "/usr/local/cuda", "model_source": "none", "model_path": "/models/m",
+    "model_repo_id": "", "chat_template_source": "none", "chat_template_file": "", "chat_template_dest": "/opt/t.jinja",
+    "chat_template_git_repo": "https://github.com/sgl-project/sglang.git",
+}
+FACTS = {
+    "python": {"path": "/usr/bin/python3", "found": True, "version": "3.11", "full_version": "3.11.2", "venv": True, "error": ""},
+    "libc": {"name": "glibc", "version": "2.36"},
+    "machine": "x86_64",
+    "ucx": {"present": False, "ucx_info": "", "libucp": "", "version": ""},
+    "cuda": {"home": "/usr/local/cuda", "nvcc": "/usr/local/cuda/bin/nvcc", "version": "13.0"},
+    "git": "/usr/bin/git",
+    "cc": "/usr/bin/cc",
+    "disk": [{"name": "venv", "path": "/opt/sglang/venv", "min_free_gb": 25.0, "checked": "/opt", "exists": False,
+              "need_gb": 25.0, "need_gb_total": 25.0, "free_gb": 80.0, "shared_with": [], "ok": True, "error": ""}],
+    "paths": {"/opt/sglang/venv/lib": {"exists": False, "isdir": False, "owner": "", "group": ""}},
+    "users": {"sglang": {"exists": True, "uid": 999, "home": "/var/lib/sglang"}},
+}
+UCX = {"present": True, "ucx_info": "/usr/bin/ucx_info", "libucp": "/usr/lib/x86_64-linux-gnu/libucp.so.0", "version": "1.16.0"}
+
+
+def judge(settings=None, facts=None, **changes):
+    s = copy.deepcopy(SETTINGS)
+    s.update(settings or {})
+    f = copy.deepcopy(FACTS)
+    f.update(facts or {})
+    for key, value in changes.items():
+        s[key] = value
+    return P.plan("gpu1", s, f)
+
+
+def variables(result):
+    return [p["variable"] for p in result["problems"]]
+
+
+def only(result):
+    assert len(result["problems"]) == 1, result["problems"]
+    return result["problems"][0]
+
+
+def test_a_good_host_has_no_problem():
+    result = judge()
+    assert result["problems"] == [] and result["report"] == "" and result["warnings"] == []
+    assert result["nixl_mode"] == "pypi" and result["kernel_builds"] == []
+    assert result["needs_cuda"] is False and result["needs_git"] is False
+
+
+@pytest.mark.parametrize("source, ucx, mode", [
+    ("auto", False, "pypi"), ("auto", True, "source"), ("pypi", True, "pypi"), ("source", False, "source"),
+    ("none", True, "none")])
+def test_nixl_mode(source, ucx, mode):
+    assert P.nixl_mode(source, ucx) == mode
+
+
+def test_auto_next_to_a_system_ucx_builds_nixl_from_source():
+    result = judge(facts={"ucx": UCX})
+    assert result["nixl_mode"] == "source"
+    assert result["kernel_builds"] == [NIXL_BUILD]
+    assert result["needs_cuda"] is True and result["needs_git"] is True
+    assert result["problems"] == []
+
+
+def test_decisions_do_not_depend_on_the_problems():
+    # A host full of problems gets the same decisions: skipping the judgement never changes what is installed.
+    bad = judge(facts={"ucx": UCX, "python": dict(FACTS["python"], version="3.9"), "git": "", "cuda": {"nvcc": ""}})
+    good = judge(facts={"ucx": UCX})
+    assert bad["problems"]
+    for key in ("nixl_mode", "kernel_builds", "needs_cuda", "needs_git"):
+        assert bad[key] == good[key]
+
+
+def test_settings_that_depend_on_each_other():
+    result = judge(offline=True, wheelhouse="", source="git", git_repo="", git_version="", model_source="hf", model_path="",
+                   model_repo_id="", chat_template_source="file", chat_template_file="", venv="venv", root="opt")
+    assert variables(result)[:6] == ["sglang_install_wheelhouse", "sglang_install_git_repo", "sglang_install_git_version",
+                                     "sglang_install_model_path", "sglang_install_model_repo_id",
+                                     "sglang_install_chat_template_file"]
+    assert "sglang_install_venv" in variables(result) and "sglang_install_root" in variables(result)
+    assert only(judge(chat_template_source="sglang", chat_template_dest=""))["variable"] == "sglang_install_chat_template_dest"
+    assert only(judge(nixl_source="pip"))["variable"] == "sglang_install_nixl_source"
+
+
+def test_kernel_build_items():
+    good = [{"name": "fa", "repo": "https://x/fa.git", "version": "v1"}, {"name": "k.2", "src": "/opt/k", "cuda": False}]
+    assert judge(kernel_builds=good)["problems"] == []
+    result = judge(kernel_builds=[
+        {"name": "bad name", "src": "/x"},
+        {"name": "both", "repo": "r", "version": "v", "src": "/x"},
+        {"name": "neither"},
+        {"name": "half", "repo": "r"},
+        {"name": "env", "src": "/x", "env": ["A=1"]},
+        {"name": "cmd", "src": "/x", "command": ["make"]},
+        "fa",
+    ], facts={"git": "/usr/bin/git"})
+    text = result["report"]
+    assert "sglang_install_kernel_builds[bad name]: needs a name of letters" in text
+    for name in ("both", "neither", "half"):
+        assert "sglang_install_kernel_builds[%s]: needs either repo + version" % name in text
+    assert "sglang_install_kernel_builds[env].env: must be a mapping" in text
+    assert "sglang_install_kernel_builds[cmd].command: must be a string" in text
+    assert "sglang_install_kernel_builds[6]: must be a mapping, got 'fa'" in text
+    assert only(judge(kernel_builds="fa"))["message"].startswith("must be a list of mappings")
+
+
+def test_kernel_build_names_are_unique_with_the_nixl_build():
+    dup = [{"name": "fa", "src": "/a"}, {"name": "fa", "src": "/b"}]
+    assert only(judge(kernel_builds=dup))["message"] == "two items share a name: fa"
+    clash = judge(kernel_builds=[{"name": "nixl", "src": "/n"}], facts={"ucx": UCX})
+    problem = only(clash)
+    assert problem["message"] == "two items share a name: nixl" and "NIXL source build" in problem["fix"]
+    assert judge(kernel_builds=[{"name": "nixl", "src": "/n"}])["problems"] == []  # pip NIXL: no clash
+
+
+def test_python_version_and_venv_module():
+    problem = only(judge(python_versions=["3.12", "3.13"]))
+    assert problem["variable"] == "sglang_install_python"
+    assert "/usr/bin/python3 is Python 3.11.2; SGLang 0.5.23 needs one of 3.12, 3.13" == problem["message"]
+    problem = only(judge(facts={"python": dict(FACTS["python"], venv=False)}))
+    assert "without the venv module" in problem["message"] and problem["fix"] == "install python3-venv"
+    problem = only(judge(facts={"python": {"found": False, "error": "/usr/bin/python3.12 does not exist or is not executable"}}))
+    assert problem["message"] == "cannot be run: /usr/bin/python3.12 does not exist or is not executable"
+
+
+def test_glibc_for_the_pypi_wheels():
+    assert only(judge(facts={"libc": {"name": "glibc", "version": "2.31"}}))["variable"] == "sglang_install_min_glibc"
+    assert "an unknown libc" in only(judge(facts={"libc": {"name": "", "version": ""}}))["message"]
+    assert "musl" in only(judge(facts={"libc": {"name": "musl", "version": "1.2"}}))["message"]
+    assert judge(facts={"libc": {"name": "glibc", "version": "2.34"}})["problems"] == []
+    assert judge(facts={"libc": {"name": "glibc", "version": "2.100"}})["problems"] == []  # numbers, not strings
+    # Not from PyPI, or the check turned off: no glibc requirement.
+    assert judge(source="none", facts={"libc": {"name": "glibc", "version": "2.31"}})["problems"] == []
+    assert judge(min_glibc="", facts={"libc": {"name": "glibc", "version": "2.31"}})["problems"] == []
+
+
+def test_free_disk():
+    full = dict(FACTS["disk"][0], need_gb_total=27.0, free_gb=10.5, ok=False, shared_with=["model"])
+    problem = only(judge(facts={"disk": [full]}))
+    assert problem["variable"] == "sglang_install_min_free_gb_venv"
+    assert problem["message"] == ("Not enough free disk: venv at /opt/sglang/venv needs 27 GiB on the filesystem of /opt "
+                                  "(together with model) and has 10.5 GiB")
+    bad = dict(FACTS["disk"][0], ok=False, error="'venv' is not an absolute path")
+    assert "not an absolute path" in only(judge(facts={"disk": [bad]}))["message"]
+
+
+def test_wheelhouse_must_be_a_directory():
+    facts = {"paths": {"/wh": {"exists": True, "isdir": True}}}
+    assert judge(wheelhouse="/wh", facts=facts)["problems"] == []
+    problem = only(judge(wheelhouse="/wh", facts={"paths": {"/wh": {"exists": False, "isdir": False}}}))
+    assert problem["message"] == "/wh is not a directory on gpu1"
+
+
+def test_pip_nixl_next_to_a_system_ucx():
+    problem = only(judge(nixl_source="pypi", facts={"ucx": UCX}))
+    assert problem["variable"] == "sglang_install_nixl_source"
+    assert "has a system UCX (/usr/bin/ucx_info 1.16.0)" in problem["message"] and "NIXL_ERR_BACKEND" in problem["message"]
+    assert "build against /usr" in problem["fix"]
+    lib_only = dict(UCX, ucx_info="", version="")
+    assert "(/usr/lib/x86_64-linux-gnu/libucp.so.0)" in only(judge(nixl_source="pypi", facts={"ucx": lib_only}))["message"]
+    accepted = judge(nixl_source="pypi", nixl_fail_on_ucx_conflict=False, facts={"ucx": UCX})
+    assert accepted["problems"] == [] and "NIXL_ERR_BACKEND" in accepted["warnings"][0]
+    assert judge(nixl_source="none", facts={"ucx": UCX})["problems"] == []
+
+
+def test_cuda_toolkit_for_cuda_builds():
+    builds = [{"name": "fa", "src": "/fa"}, {"name": "cpu", "src": "/c", "cuda": False}]
+    problem = only(judge(kernel_builds=builds, facts={"cuda": {"nvcc": "", "version": ""}}))
+    assert problem["message"] == "Kernel builds (fa) need the CUDA toolkit, and no nvcc was found in /usr/local/cuda/bin or on PATH"
+    assert judge(kernel_builds=[builds[1]], facts={"cuda": {"nvcc": ""}})["problems"] == []
+    assert judge(kernel_builds=[dict(builds[0], cuda="false")], facts={"cuda": {"nvcc": ""}})["problems"] == []
+    # Each build is named once.
+    twice = judge(kernel_builds=[builds[0], builds[0]], facts={"cuda": {"nvcc": ""}})
+    assert "Kernel builds (fa) need" in twice["report"]
+    # auto next to a system UCX: the NIXL source build needs the toolkit too.
+    assert "Kernel builds (nixl) need the CUDA toolkit" in judge(facts={"ucx": UCX, "cuda": {"nvcc": ""}})["report"]
+
+
+@pytest.mark.parametrize("settings, variable, reason", [
+    ({"source": "git"}, "sglang_install_source", "SGLang from git"),
+    ({"chat_template_source": "sglang"}, "sglang_install_chat_template_source", "the chat template from the SGLang tree"),
+    ({"kernel_builds": [{"name": "fa", "repo": "r", "version": "v"}]}, "sglang_install_kernel_builds", "kernel builds from git (fa)"),
+])
+def test_git_when_a_git_source_is_used(settings, variable, reason):
+    problem = only(judge(settings, facts={"git": ""}))
+    assert problem["variable"] == variable and reason in problem["message"]
+    assert judge(settings)["problems"] == []
+
+
+def test_git_for_the_nixl_source_build_names_nixl_source():
+    problem = only(judge(facts={"ucx": UCX, "git": ""}))
+    assert problem["variable"] == "sglang_install_nixl_source"
+    assert "NIXL built from source against the system UCX (sglang_install_nixl_source: auto)" in problem["message"]
+
+
+def test_git_sources_offline():
+    facts = {"paths": {"/wh": {"isdir": True}}}
+    problem = only(judge(offline=True, wheelhouse="/wh", source="git", facts=facts))
+    assert problem["variable"] == "sglang_install_git_repo"
+    assert "a git checkout from https://github.com/sgl-project/sglang.git is asked for" in problem["message"]
+    problem = only(judge(offline=True, wheelhouse="/wh", chat_template_source="sglang", facts=facts))
+    assert problem["variable"] == "sglang_install_chat_template_git_repo"
+    assert judge(offline=True, wheelhouse="/wh", source="git", git_repo="file:///srv/sglang.git", facts=facts)["problems"] == []
+    assert judge(offline=True, wheelhouse="/wh", facts=facts)["problems"] == []
+
+
+def test_model_path_needs_config_json():
+    missing = {"paths": {"/models/m/config.json": {"exists": False}}}
+    problem = only(judge(model_source="path", facts=missing))
+    assert problem["message"] == "/models/m holds no config.json on gpu1"
+    assert judge(model_source="path", facts={"paths": {"/models/m/config.json": {"exists": True}}})["problems"] == []
+    assert judge(model_source="hf", model_repo_id="org/m", facts=missing)["problems"] == []
+
+
+def test_venv_made_by_another_user():
+    root_made = {"paths": {"/opt/sglang/venv/lib": {"exists": True, "isdir": True, "owner": "root", "group": "root"}}}
+    problem = only(judge(facts=root_made))
+    assert problem["message"].startswith("/opt/sglang/venv already exists and belongs to root, not sglang")
+    assert problem["fix"] == "remove it (it is recreated) or chown -R sglang: /opt/sglang/venv"
+    ours = {"paths": {"/opt/sglang/venv/lib": {"exists": True, "owner": "sglang"}}}
+    assert judge(facts=ours)["problems"] == []
+    assert P.venv_probe("/opt/sglang/venv") == "/opt/sglang/venv/lib"
+
+
+def test_a_user_that_comes_from_elsewhere_must_exist():
+    absent = {"users": {"sglang": {"exists": False, "uid": None, "home": ""}}}
+    assert judge(facts=absent)["problems"] == []  # the role creates it
+    problem = only(judge(create_user=False, facts=absent))
+    assert problem["variable"] == "sglang_install_user" and "does not exist on gpu1" in problem["message"]
+    assert judge(create_user=False)["problems"] == []
+
+
+def test_every_problem_at_once_in_one_report():
+    result = judge(python_versions=["3.12"], kernel_builds=[{"name": "fa", "src": "/a"}, {"name": "fa", "src": "/b"}],
+                   facts={"cuda": {"nvcc": ""}, "git": ""})
+    assert result["report"].startswith("sglang_install preflight found 3 problem(s):\n- host gpu1: ")
+    assert len(result["report"].splitlines()) == 4
+    for problem in result["problems"]:
+        assert sorted(problem) == ["fix", "host", "message", "variable"] and problem["host"] == "gpu1"
+
+
+def test_directories_wanted_and_those_to_fix():
+    plain = judge()
+    assert plain["directories"] == [{"path": "/opt/sglang", "owned": False}, {"path": "/opt/sglang/venv", "owned": True}]
+    assert plain["directories_to_fix"] == plain["directories"]  # nothing there yet
+    everything = judge(source="git", model_source="hf", model_repo_id="org/m", chat_template_source="sglang",
+                       chat_template_dest="/opt/sglang/chat_templates/t.jinja", kernel_builds=[{"name": "fa", "src": "/fa"}])
+    assert [(d["path"], d["owned"]) for d in everything["directories"]] == [
+        ("/opt/sglang", False), ("/opt/sglang/libexec", False), ("/opt/sglang/chat_templates", False),
+        ("/opt/sglang/venv", True), ("/opt/sglang/build", True), ("/opt/sglang/src/sglang", True), ("/models/m", True)]
+    # A model download needs the job runner even without builds; a template next to the venv is not repeated.
+    assert "/opt/sglang/libexec" in [d["path"] for d in judge(model_source="hf", model_repo_id="o/m")["directories"]]
+    assert len(judge(chat_template_source="file", chat_template_file="t", chat_template_dest="/opt/sglang/venv/t.jinja")
+               ["directories"]) == 2
+
+    def there(owner="sglang", group="sglang", mode="0755"):
+        return {"exists": True, "isdir": True, "owner": owner, "group": group, "mode": mode}
+    paths = {"/opt/sglang": there("root", "root"), "/opt/sglang/venv": there()}
+    assert judge(facts={"paths": paths})["directories_to_fix"] == []
+    for wrong in (there("root"), there(group="root"), there(mode="0700"), dict(there(), isdir=False)):
+        fix = judge(facts={"paths": dict(paths, **{"/opt/sglang/venv": wrong})})["directories_to_fix"]
+        assert fix == [{"path": "/opt/sglang/venv", "owned": True}], wrong
+    # The root directory's owner is not the role's business, its mode is.
+    assert judge(facts={"paths": dict(paths, **{"/opt/sglang": there("admin", "adm")})})["directories_to_fix"] == []
+    assert judge(facts={"paths": dict(paths, **{"/opt/sglang": there(mode="0750")})})["directories_to_fix"] == [
+        {"path": "/opt/sglang", "owned": False}]
+
+
+def test_filter_wraps_the_plan_and_rejects_what_is_not_a_mapping():
+    assert F.FilterModule().filters()["install_plan"] is F.install_plan
+    assert F.install_plan(FACTS, "gpu1", SETTINGS) == P.plan("gpu1", SETTINGS, FACTS)
+    with pytest.raises(AnsibleFilterError, match="settings must be a mapping"):
+        F.install_plan(FACTS, "gpu1", ["x"])
+    with pytest.raises(AnsibleFilterError, match="install_facts"):
+        F.install_plan("x", "gpu1", SETTINGS)

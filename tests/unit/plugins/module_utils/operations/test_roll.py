@@ -1,0 +1,116 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Which workers a roll takes, in which order, and which it refuses to drain."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.roll import plan_lines, roll_plan, roll_report
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+
+GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"]}
+
+
+def stack(prefill=2, decode=2):
+    host_vars = {
+        "p": {"sglang_server_host": "10.0.0.11",
+              "sglang_prefill_instances": [{"name": "prefill-%d" % i, "port": 30000 + 10 * i, "bootstrap_port": 8998 + i}
+                                           for i in range(prefill)]},
+        "d": {"sglang_server_host": "10.0.0.21",
+              "sglang_decode_instances": [{"name": "decode-%d" % i, "port": 30002 + 10 * i} for i in range(decode)]},
+        "r": {},
+    }
+    return build_topology(host_vars, GROUPS)
+
+
+def names(plan):
+    return [w["name"] for w in plan["workers"]]
+
+
+def test_all_workers_one_at_a_time_in_each_order():
+    topology = stack()
+    assert names(roll_plan(topology)) == ["prefill-0", "prefill-1", "decode-0", "decode-1"]
+    assert names(roll_plan(topology, order="decode_first")) == ["decode-0", "decode-1", "prefill-0", "prefill-1"]
+    assert names(roll_plan(topology, order="pairs")) == ["prefill-0", "decode-0", "prefill-1", "decode-1"]
+    plan = roll_plan(topology)
+    assert plan["problems"] == [] and [r["inventory_host"] for r in plan["routers"]] == ["r"]
+    assert all(not w["plain"] and w["peers"] == 2 for w in plan["workers"])
+    assert plan["workers"][0]["url"] == "http://10.0.0.11:30000" and plan["workers"][0]["bootstrap_port"] == 8998
+
+
+def test_selection_by_host_and_by_instance():
+    topology = stack()
+    assert names(roll_plan(topology, hosts=["d"])) == ["decode-0", "decode-1"]
+    assert names(roll_plan(topology, instances=["decode-1", "prefill-0"])) == ["prefill-0", "decode-1"]
+    assert names(roll_plan(topology, hosts=["p"], instances=["decode-1"])) == []
+
+
+def test_unknown_names_are_problems_with_a_suggestion():
+    plan = roll_plan(stack(), hosts=["x"], instances=["decode-9", "decod-1"], order="random")
+    messages = [p["message"] for p in plan["problems"]]
+    assert any("host 'x' runs no prefill or decode" in m for m in messages)
+    assert any("no instance is named 'decod-1' (did you mean 'decode-1'?)" in m for m in messages)
+    assert any(p["variable"] == "sglang_roll_order" for p in plan["problems"])
+
+
+def test_the_only_worker_of_a_type_is_refused_unless_plain():
+    topology = stack(prefill=1, decode=2)
+    plan = roll_plan(topology)
+    assert [p["variable"] for p in plan["problems"]] == ["sglang_roll_plain_restart"]
+    assert "prefill-0 is the only prefill worker" in plan["problems"][0]["message"]
+    plan = roll_plan(topology, plain_restart=True)
+    assert plan["problems"] == []
+    assert [(w["name"], w["plain"]) for w in plan["workers"]] == [
+        ("prefill-0", True), ("decode-0", False), ("decode-1", False)]
+    assert roll_plan(topology, variable="sglang_upgrade")["problems"][0]["variable"] == "sglang_upgrade_plain_restart"
+
+
+def test_no_router_is_a_problem():
+    topology = build_topology({"p": {"sglang_prefill_instances": [{"name": "p", "port": 1}]}}, {"sglang_prefill": ["p"]})
+    assert any(p["variable"] == "sglang_router" for p in roll_plan(topology)["problems"])
+
+
+def test_the_plan_says_up_front_what_happens_and_the_outage_of_a_lone_worker():
+    plan = roll_plan(stack(prefill=1, decode=2), plain_restart=True)
+    estimates = [{"item": plan["workers"][0], "previous_load_seconds": 212.5}]
+    lines = plan_lines(plan, estimates, 300, "cut")
+    assert lines[0].startswith("Rolling restart of 3 worker(s), one at a time; each leaves 1 router(s) (r)")
+    assert "up to 300 s, then cut them" in lines[0]
+    assert "1. prefill-0 (prefill on p, http://10.0.0.11:30000): the only prefill worker, restarted in place" in lines[1]
+    assert "expect an outage of about 212.5 s" in lines[1]
+    assert lines[2] == "2. decode-0 (decode on d, http://10.0.0.21:30002)"
+    assert "unknown" in plan_lines(plan, [], 300)[1]
+
+
+def test_the_report_counts_requests_across_restarts():
+    plan = roll_plan(stack())
+    d0, d1 = plan["workers"][2], plan["workers"][3]
+    records = [[], [  # host p has none; host d rolled decode-1 and decode-0 (decode-0 twice: a switch, then back)
+        {"worker": d1, "idle": {"seconds": 2.04, "in_flight_at_start": 3, "idle": True, "requests_total": 50},
+         "restarted": {"restart_to_ready": 3.4}},
+        {"worker": d0, "idle": {"seconds": 1.0, "in_flight_at_start": 0, "idle": True, "requests_total": 30},
+         "restarted": {"restart_to_ready": 2.0}},
+        {"worker": d0, "idle": {"seconds": 1.5, "in_flight_at_start": 2, "idle": False, "in_flight": 1,
+                                "requests_total": 4}, "restarted": {"restart_to_ready": 2.5}},
+    ]]
+    counters = [{"results": []}, {"results": [{"item": d0, "requests_total": 20}, {"item": d1, "requests_total": 40}]}]
+    after = [{"results": []}, {"results": [{"item": d0, "requests_total": 6}, {"item": d1, "requests_total": 9}]}]
+    assert roll_report(records, counters, after) == [
+        "decode-0 (decode on d): restart 1: drain 1.0 s, restart-to-ready 2.0 s, restart 2: drain 1.5 s (2 request(s) "
+        "finished after it left the router, 1 cut), restart-to-ready 2.5 s, served 20 requests during the roll "
+        "(14 before its restarts, 6 after)",
+        "decode-1 (decode on d): drain 2.0 s (3 request(s) finished after it left the router), restart-to-ready 3.4 s, "
+        "served 19 requests during the roll (10 before its restart, 9 after)",
+    ]
+    assert "served ? requests" in roll_report(records, [], [])[0]
+
+
+def test_a_failed_switch_is_counted_as_a_restart():
+    d0 = roll_plan(stack())["workers"][2]
+    records = [[{"worker": d0, "ok": False, "idle": {"seconds": 1.0, "requests_total": 195}, "restarted": {}},
+                {"worker": d0, "ok": True, "idle": {"seconds": 1.0, "requests_total": 2},
+                 "restarted": {"restart_to_ready": 1.5}}]]
+    line, = roll_report(records, [{"results": [{"item": d0, "requests_total": 190}]}],
+                        [{"results": [{"item": d0, "requests_total": 3}]}])
+    assert "restart 1 (failed): drain 1.0 s, restart-to-ready ?, restart 2: drain 1.0 s" in line
+    assert line.endswith("served 10 requests during the roll (7 before its restarts, 3 after)")

@@ -1,0 +1,114 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What a host runs and keeps (fingerprints, versioned venvs, links) and the upgrade preflight, on a fake tree."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations import venv_state as vs
+
+
+def make_venv(path, version=None, package="sglang"):
+    os.makedirs(os.path.join(path, "bin"))
+    with open(os.path.join(path, "bin", "python"), "w") as handle:
+        handle.write("")
+    if version:
+        info = os.path.join(path, "lib", "python3.11", "site-packages", "%s-%s.dist-info" % (package, version))
+        os.makedirs(info)
+        with open(os.path.join(info, "METADATA"), "w") as handle:
+            handle.write("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (package, version))
+    return path
+
+
+def make_env(path, venv, version="0.5.23"):
+    with open(path, "w") as handle:
+        handle.write('# x\nPDSERVE_SGLANG="%s"\nPDSERVE_VENV="%s"\nCUDA_VISIBLE_DEVICES="0"\n' % (version, venv))
+    return path
+
+
+def layout(tmp_path):
+    root = str(tmp_path / "venvs")
+    units = str(tmp_path / "units")
+    conf = str(tmp_path / "etc")
+    for path in (root, units, conf):
+        os.makedirs(path)
+    old = make_venv(os.path.join(root, "sglang-0.5.23"), "0.5.23")
+    make_venv(os.path.join(root, "sglang-0.5.22"), "0.5.22")
+    make_venv(os.path.join(root, "sglang-0.5.21"), "0.5.21")
+    instances = [{"name": n, "env_file": make_env(os.path.join(conf, "%s.env" % n), old)} for n in ("decode-0", "decode-1")]
+    with open(os.path.join(units, "sglang-decode-0.service"), "w") as handle:
+        handle.write("ExecStart=%s/bin/python -m sglang.launch_server\n" % old)
+    with open(os.path.join(units, "sglang-other.service"), "w") as handle:
+        handle.write("ExecStart=%s/bin/python -m sglang.launch_server\n" % os.path.join(root, "sglang-0.5.21"))
+    return root, units, instances, old
+
+
+def test_installed_version_from_dist_info(tmp_path):
+    venv = make_venv(str(tmp_path / "v"), "90.0.2")
+    assert vs.installed_version(venv) == "90.0.2"
+    assert vs.installed_version(venv, "sglang-router") is None
+
+
+def test_observe_and_judge_an_upgrade(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    os.symlink(os.path.join(root, "sglang-0.5.22"), os.path.join(root, "previous"))
+    target = os.path.join(root, "sglang-0.5.24")
+    seen = vs.observe(instances, root, units, target=target)
+    assert seen["instances"]["decode-0"]["fingerprint"]["venv"] == old
+    assert [v["version"] for v in seen["venvs"]] == ["0.5.21", "0.5.22", "0.5.23"]
+    assert seen["links"] == {"current": None, "previous": os.path.join(root, "sglang-0.5.22")}
+    assert seen["target"] == {"path": target, "exists": False, "version": None}
+    decided = vs.judge("gpu", seen, target, min_free_gb=0.001)
+    assert decided["problems"] == []
+    # current: the one venv the instances run (no link yet); 0.5.21 is named by a unit, 0.5.22 is previous.
+    assert decided["current"] == old
+    assert decided["prunable"] == []
+
+
+def test_prunable_and_disk(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    os.remove(os.path.join(units, "sglang-other.service"))
+    seen = vs.observe(instances, root, units, target=os.path.join(root, "sglang-0.5.24"))
+    decided = vs.judge("gpu", seen, os.path.join(root, "sglang-0.5.24"), min_free_gb=10 ** 9)
+    assert decided["prunable"] == [os.path.join(root, "sglang-0.5.21"), os.path.join(root, "sglang-0.5.22")]
+    (problem,) = decided["problems"]
+    assert problem["variable"] == "sglang_upgrade_min_free_gb" and "about 11 GB" in problem["message"]
+    # An existing target needs no space.
+    make_venv(os.path.join(root, "sglang-0.5.24"), "0.5.24")
+    seen = vs.observe(instances, root, units, target=os.path.join(root, "sglang-0.5.24"))
+    assert vs.judge("gpu", seen, os.path.join(root, "sglang-0.5.24"), min_free_gb=10 ** 9)["problems"] == []
+
+
+def test_instances_on_different_venvs_or_without_fingerprint(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    make_env(instances[1]["env_file"], os.path.join(root, "sglang-0.5.22"))
+    with open(os.path.join(str(tmp_path), "etc", "legacy.env"), "w") as handle:
+        handle.write('CUDA_VISIBLE_DEVICES="0"\n')
+    instances.append({"name": "legacy", "env_file": os.path.join(str(tmp_path), "etc", "legacy.env")})
+    instances.append({"name": "gone", "env_file": os.path.join(str(tmp_path), "etc", "gone.env")})
+    decided = vs.judge("gpu", vs.observe(instances, root, units))
+    messages = " | ".join(p["message"] for p in decided["problems"])
+    assert "different venvs" in messages and "no PDSERVE_VENV" in messages and "does not exist" in messages
+    assert decided["current"] is None
+
+
+def test_venv_names():
+    assert vs.venv_name("0.5.24") == "sglang-0.5.24"
+    assert vs.venv_name(None, "git", "refs/heads/my patch") == "sglang-git-refs-heads-my-patch"
+
+
+def test_an_interrupted_upgrade_can_be_finished(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    new = make_venv(os.path.join(root, "sglang-0.5.24"), "0.5.24")
+    make_env(instances[1]["env_file"], new, "0.5.24")
+    decided = vs.judge("gpu", vs.observe(instances, root, units, target=new), new)
+    assert decided["problems"] == [] and decided["current"] == old and decided["venvs_in_use"] == sorted([old, new])
+
+
+def test_a_link_as_target_is_the_venv_it_names(tmp_path):
+    root, units, instances, old = layout(tmp_path)
+    os.symlink(os.path.join(root, "sglang-0.5.22"), os.path.join(root, "previous"))
+    seen = vs.observe(instances, root, units, target=os.path.join(root, "previous"))
+    assert seen["target"] == {"path": os.path.join(root, "sglang-0.5.22"), "exists": True, "version": "0.5.22"}

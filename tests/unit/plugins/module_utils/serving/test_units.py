@@ -1,0 +1,602 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Unit and environment files (module_utils/serving/units.py): both units rendered, their structure checked, and
+the ExecStart= line read back the way systemd splits it, which must give exactly the launch words and the argv
+that sglang_flag_check checked."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
+SERVER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang.launch_server"
+ROUTER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang_router.launch_router"
+SECRET = 's3cr$t "key" %n\\x'
+_C_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}
+
+
+def load(*parts):
+    with open(os.path.join(ROOT, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def server_settings(**overrides):
+    """The settings roles/sglang_server/vars/main.yml passes, from the role defaults."""
+    d = load("roles", "sglang_server", "defaults", "main.yml")
+    settings = {
+        "launch_command": SERVER_LAUNCH,
+        "numa_binding": d["sglang_server_numa_binding"],
+        "numactl_path": d["sglang_server_numactl_path"],
+        "enable_metrics": d["sglang_server_enable_metrics"],
+        "user": d["sglang_server_user"],
+        "group": d["sglang_server_group"],
+        "home": d["sglang_server_home"],
+        "config_dir": d["sglang_server_config_dir"],
+        "unit_dir": d["sglang_server_unit_dir"],
+        "restart_sec": d["sglang_server_restart_sec"],
+        "timeout_stop_sec": d["sglang_server_timeout_stop_sec"],
+        "start_limit_interval_sec": d["sglang_server_start_limit_interval_sec"],
+        "start_limit_burst": d["sglang_server_start_limit_burst"],
+        "limit_nofile": d["sglang_server_limit_nofile"],
+        "hardening": dict(d["sglang_server_systemd_hardening"]),
+        "env": {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "SGLANG_SM120_MMA_FLASHMLA": "1"},
+    }
+    settings.update(overrides)
+    return settings
+
+
+def router_settings(**overrides):
+    """The settings roles/sglang_router/vars/main.yml passes, from the role defaults."""
+    d = load("roles", "sglang_router", "defaults", "main.yml")
+    settings = {
+        "launch_command": ROUTER_LAUNCH,
+        "user": d["sglang_router_user"],
+        "group": d["sglang_router_group"],
+        "config_dir": d["sglang_router_config_dir"],
+        "unit_dir": d["sglang_router_unit_dir"],
+        "restart_sec": d["sglang_router_restart_sec"],
+        "timeout_stop_sec": d["sglang_router_timeout_stop_sec"],
+        "start_limit_interval_sec": d["sglang_router_start_limit_interval_sec"],
+        "start_limit_burst": d["sglang_router_start_limit_burst"],
+        "limit_nofile": d["sglang_router_limit_nofile"],
+        "hardening": dict(d["sglang_router_systemd_hardening"]),
+        "api_key": d["sglang_router_api_key"],
+        "hf_hub_offline": d["sglang_router_hf_hub_offline"],
+        "hf_endpoint": d["sglang_router_hf_endpoint"],
+        "env": d["sglang_router_env"],
+        "extra_args": d["sglang_router_extra_args"],
+        "local_units": [],
+    }
+    for key in ("policy", "prefill_policy", "decode_policy", "request_timeout_secs", "worker_startup_timeout_secs",
+                "worker_startup_check_interval", "health_check_interval_secs", "health_failure_threshold",
+                "health_success_threshold", "health_check_timeout_secs", "retry_max_retries", "retry_initial_backoff_ms",
+                "retry_max_backoff_ms", "shutdown_grace_period_secs", "disable_retries",
+                "cb_failure_threshold", "cb_success_threshold", "cb_timeout_duration_secs", "disable_circuit_breaker",
+                "log_level"):
+        settings[key] = d["sglang_router_" + key]
+    settings.update(overrides)
+    return settings
+
+
+MODEL = {
+    "model_path": "/models/DeepSeek-V4-Flash",
+    "served_model_name": "deepseek-v4-flash",
+    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
+    "reasoning_parser": "deepseek-v4",
+    "tool_call_parser": "deepseekv4",
+    "transfer_backend": "nixl",
+    "context_length": 8192,
+    "extra_args": [],
+}
+PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
+           "dist_init_port": 30335, "mem_fraction_static": 0.80}
+DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
+          "mem_fraction_static": 0.85}
+
+
+def instance(raw, mode, **fields):
+    (inst,), problems = normalize([dict(copy.deepcopy(raw), **fields)], mode, "blackwell")
+    assert problems == []
+    return inst
+
+
+# --- reading the files back as systemd does -------------------------------------------------------------
+
+def _unescape(text, i):
+    """The character of the C escape at text[i] (a backslash), and the index after it."""
+    return _C_ESCAPES.get(text[i + 1], text[i + 1]), i + 2
+
+
+def _expand(word, expansions):
+    """systemd's specifier (%%) and environment ($$, ${VAR}) processing of one word."""
+    out = []
+    i = 0
+    while i < len(word):
+        char = word[i]
+        if char == "%":
+            assert word[i + 1:i + 2] == "%", "unescaped specifier %r in %r: systemd would expand it" % (word[i:i + 2], word)
+            out.append("%")
+            i += 2
+        elif char == "$":
+            if word[i + 1:i + 2] == "$":
+                out.append("$")
+                i += 2
+            else:
+                match = re.match(r"\$\{\w+\}|\$\w+", word[i:])
+                assert match, "stray $ in %r" % word
+                expansions.append(match.group(0))
+                out.append(match.group(0))
+                i += len(match.group(0))
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def exec_words(unit_text, expansions=None):
+    """The words of ExecStart= (continuation lines joined), split, unquoted and unescaped as systemd does.
+
+    Environment references (${VAR}) are kept as written and collected in ``expansions``.
+    """
+    lines = unit_text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("ExecStart=")]
+    assert len(starts) == 1, starts
+    i = starts[0]
+    value = lines[i][len("ExecStart="):]
+    while value.endswith("\\"):
+        i += 1
+        value = value[:-1] + " " + lines[i]
+    expansions = [] if expansions is None else expansions
+    words = []
+    pos = 0
+    while True:
+        while pos < len(value) and value[pos] in " \t":
+            pos += 1
+        if pos >= len(value):
+            break
+        word = []
+        while pos < len(value) and value[pos] not in " \t":
+            char = value[pos]
+            if char == '"':
+                pos += 1
+                while value[pos] != '"':
+                    if value[pos] == "\\":
+                        char, pos = _unescape(value, pos)
+                    else:
+                        char, pos = value[pos], pos + 1
+                    word.append(char)
+                pos += 1
+            elif char == "\\":
+                char, pos = _unescape(value, pos)
+                word.append(char)
+            else:
+                word.append(char)
+                pos += 1
+        words.append(_expand("".join(word), expansions))
+    return words
+
+
+def env_pairs(env_text):
+    """KEY=value pairs of an EnvironmentFile (double-quoted values with \\\\, \\", \\$ and \\` escapes)."""
+    pairs = []
+    for line in env_text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, raw = line.split("=", 1)
+        assert raw.startswith('"') and raw.endswith('"') and len(raw) >= 2, line
+        raw = raw[1:-1]
+        value = []
+        i = 0
+        while i < len(raw):
+            if raw[i] == "\\" and raw[i + 1] in '"\\`$':
+                value.append(raw[i + 1])
+                i += 2
+            else:
+                assert raw[i] != '"', "unescaped quote in %r" % line
+                value.append(raw[i])
+                i += 1
+        pairs.append((key, "".join(value)))
+    return pairs
+
+
+def sections(unit_text):
+    """{section: [(key, value)]} of a unit, ExecStart= joined to one value; also checks the section order."""
+    result = {}
+    order = []
+    current = None
+    lines = unit_text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = line.strip("[]")
+            order.append(current)
+            result[current] = []
+            continue
+        key, value = line.split("=", 1)
+        while value.endswith("\\"):
+            value = value[:-1] + " " + lines[i].strip()
+            i += 1
+        result[current].append((key, value))
+    assert order == ["Unit", "Service", "Install"], order
+    return result
+
+
+def keys(pairs):
+    return [k for k, _v in pairs]
+
+
+def value(pairs, key):
+    found = [v for k, v in pairs if k == key]
+    assert len(found) == 1, (key, found)
+    return found[0]
+
+
+def test_the_readers_on_known_text():
+    words = exec_words('ExecStart=/bin/x "a b" c\\ d "%%1" "$$HOME" "${KEY}" "q\\"\\\\" \\\n    --f "1"')
+    assert words == ["/bin/x", "a b", "c d", "%1", "$HOME", "${KEY}", 'q"\\', "--f", "1"]
+    with pytest.raises(AssertionError):
+        exec_words('ExecStart=/bin/x "%h"')
+    assert env_pairs('# c\nA="x\\"y$z"\nB="\\\\"\n') == [("A", 'x"y$z'), ("B", "\\")]
+
+
+# --- quoting ----------------------------------------------------------------------------------------------
+
+def test_systemd_quote_escapes_what_systemd_expands():
+    assert U.systemd_quote("plain") == '"plain"'
+    assert U.systemd_quote(8998) == '"8998"'
+    assert U.systemd_quote(0.8) == '"0.8"'
+    assert U.systemd_quote('a "b" \\c') == '"a \\"b\\" \\\\c"'
+    assert U.systemd_quote("100%") == '"100%%"'
+    assert U.systemd_quote("$HOME") == '"$$HOME"'
+    assert U.systemd_quote("${X}") == '"$${X}"'
+    assert U.systemd_quote("a\nb") == '"a\\nb"'
+    assert U.systemd_quote(True) == '"true"' and U.systemd_quote(False) == '"false"'
+    assert U.systemd_quote("") == '""'
+
+
+def test_env_quote_keeps_dollar_and_percent():
+    assert U.env_quote("a$b%c") == '"a$b%c"'
+    assert U.env_quote('x"y') == '"x\\"y"'
+    assert U.env_quote("a\\b") == '"a\\\\b"'
+    assert U.env_quote(1) == '"1"'
+    assert U.env_quote(True) == '"true"'
+
+
+@pytest.mark.parametrize("word", ["plain", "two words", "100%", "$HOME", "${HOME}", 'q"uote', "back\\slash", "%n%%", "tab\there"])
+def test_a_quoted_word_reads_back_unchanged(word):
+    expansions = []
+    assert exec_words("ExecStart=/bin/x %s" % U.systemd_quote(word), expansions) == ["/bin/x", word]
+    assert expansions == []
+
+
+def test_exec_start_keeps_an_environment_reference():
+    text = U.exec_start(["/bin/x"], [["--api-key", "${SGLANG_ROUTER_API_KEY}"], ["--v", "$HOME"]])
+    assert text == 'ExecStart=/bin/x \\\n    --api-key "${SGLANG_ROUTER_API_KEY}" \\\n    --v "$$HOME"'
+    expansions = []
+    assert exec_words(text, expansions) == ["/bin/x", "--api-key", "${SGLANG_ROUTER_API_KEY}", "--v", "$HOME"]
+    assert expansions == ["${SGLANG_ROUTER_API_KEY}"]
+
+
+# --- the server unit ------------------------------------------------------------------------------------
+
+def test_server_unit_with_numactl():
+    inst = instance(PREFILL, "prefill")
+    unit = U.server_unit(inst, MODEL, server_settings())
+    lines = server_args(inst, MODEL, "numactl", True)
+    assert unit["argv_lines"] == lines
+    assert unit["name"] == "prefill" and unit["unit"] == "sglang-prefill.service"
+    assert unit["unit_path"] == "/etc/systemd/system/sglang-prefill.service"
+    assert unit["env_file"] == "/etc/sglang/prefill.env"
+    text = unit["unit_text"]
+    assert text.split("\n")[:2] == [U.HEADER, "# pdserve.sglang.sglang_server mode=prefill"]
+    assert text.endswith("\n[Install]\nWantedBy=multi-user.target\n")
+    expansions = []
+    assert exec_words(text, expansions) == (["/usr/bin/numactl", "--cpunodebind=0", "--membind=0"] + SERVER_LAUNCH.split()
+                                            + argv(lines))
+    assert expansions == []
+    parsed = sections(text)
+    assert parsed["Unit"] == [
+        ("Description", "SGLang prefill server prefill (tp 4, port 30000)"),
+        ("Documentation", "https://docs.sglang.ai/"),
+        ("After", "network-online.target"),
+        ("Wants", "network-online.target"),
+        ("StartLimitIntervalSec", "1200"),
+        ("StartLimitBurst", "3"),
+    ]
+    service = parsed["Service"]
+    assert service[:5] == [("Type", "exec"), ("User", "sglang"), ("Group", "sglang"), ("WorkingDirectory", "/var/lib/sglang"),
+                           ("EnvironmentFile", "/etc/sglang/prefill.env")]
+    assert service[5][0] == "ExecStart"
+    assert service[6:12] == [("Restart", "on-failure"), ("RestartSec", "10"), ("KillMode", "control-group"), ("TimeoutStopSec", "180"),
+                             ("LimitMEMLOCK", "infinity"), ("LimitNOFILE", "65536")]
+    assert service[-1] == ("ReadWritePaths", "/var/lib/sglang")
+    assert parsed["Install"] == [("WantedBy", "multi-user.target")]
+    # One flag per ExecStart line: the launch words, then each line of the command.
+    exec_rows = text.split("ExecStart=")[1].split("\nRestart=")[0].split(" \\\n")
+    assert len(exec_rows) == 2 + len(lines)
+    assert exec_rows[1] == '    /opt/sglang/venv/bin/python "-m" "sglang.launch_server"'
+    assert exec_rows[2] == '    --model-path "/models/DeepSeek-V4-Flash"'
+    assert exec_rows[-1] == "    --enable-metrics"
+
+
+def test_server_unit_hardening_from_the_role_defaults():
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings())
+    service = sections(unit["unit_text"])["Service"]
+    hardening = load("roles", "sglang_server", "defaults", "main.yml")["sglang_server_systemd_hardening"]
+    expected = [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v)) for k, v in sorted(hardening.items())]
+    assert service[12:-1] == expected
+    assert ("NoNewPrivileges", "yes") in expected and ("PrivateDevices", "no") in expected and ("ProtectSystem", "full") in expected
+
+
+def test_hardening_yes_no_values_and_none_dropped():
+    hardening = {"ProtectSystem": "strict", "NoNewPrivileges": False, "PrivateTmp": True, "ProtectHome": None, "MemoryMax": 0}
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(hardening=hardening))
+    service = sections(unit["unit_text"])["Service"]
+    assert service[12:] == [("MemoryMax", "0"), ("NoNewPrivileges", "no"), ("PrivateTmp", "yes"), ("ProtectSystem", "strict"),
+                            ("ReadWritePaths", "/var/lib/sglang")]
+    assert "ProtectHome" not in unit["unit_text"]
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(hardening={}))
+    assert keys(sections(unit["unit_text"])["Service"])[12:] == ["ReadWritePaths"]
+
+
+@pytest.mark.parametrize("binding, numa_node", [("sglang", 1), ("none", 1), ("numactl", None)])
+def test_server_unit_without_numactl(binding, numa_node):
+    raw = dict(DECODE)
+    if numa_node is None:
+        del raw["numa_node"]
+    inst = instance(raw, "decode")
+    unit = U.server_unit(inst, MODEL, server_settings(numa_binding=binding))
+    lines = server_args(inst, MODEL, binding, True)
+    assert unit["argv_lines"] == lines
+    assert exec_words(unit["unit_text"]) == SERVER_LAUNCH.split() + argv(lines)
+    assert "numactl" not in unit["unit_text"]
+    assert unit["unit_text"].split("\n")[16].startswith('ExecStart=/opt/sglang/venv/bin/python "-m" "sglang.launch_server" \\')
+    assert ("--numa-node" in argv(lines)) == (binding == "sglang")
+
+
+def test_server_unit_numactl_path_and_launch_command_of_the_local_inventory():
+    inst = instance(dict(DECODE, gpus=[]), "decode")
+    launch = "/opt/sglang/venv/bin/python /opt/pdserve/emulator/sglang_emulator.py"
+    unit = U.server_unit(inst, MODEL, server_settings(launch_command=launch, numactl_path="/opt/bin/numactl"))
+    assert exec_words(unit["unit_text"]) == (["/opt/bin/numactl", "--cpunodebind=1", "--membind=1"] + launch.split()
+                                             + argv(unit["argv_lines"]))
+    assert "--tp-size" in argv(unit["argv_lines"]) and unit["argv_lines"][4] == ["--tp-size", 1]
+
+
+def test_server_unit_metrics_off():
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(enable_metrics=False))
+    assert "--enable-metrics" not in exec_words(unit["unit_text"])
+    assert "--enable-metrics" not in argv(unit["argv_lines"])
+
+
+def test_server_unit_dirs_with_trailing_slashes():
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(config_dir="/etc/sglang/", unit_dir="/run/systemd/system/"))
+    assert unit["env_file"] == "/etc/sglang/decode.env"
+    assert unit["unit_path"] == "/run/systemd/system/sglang-decode.service"
+    assert ("EnvironmentFile", "/etc/sglang/decode.env") in sections(unit["unit_text"])["Service"]
+
+
+def test_awkward_values_read_back_unchanged():
+    model = dict(MODEL, model_path="/models/My Model 100%", served_model_name='say "hi" $USER', chat_template="C:\\templates\\t.jinja",
+                 extra_args=["--json-model-override-args", '{"rope_scaling": {"factor": 2.0}}', "--log-format", "%(message)s"])
+    inst = instance(DECODE, "decode", extra_args=["--weight-loader", "a b", "--env-ref", "${HOME}x"], env={})
+    unit = U.server_unit(inst, model, server_settings())
+    expansions = []
+    assert exec_words(unit["unit_text"], expansions) == (["/usr/bin/numactl", "--cpunodebind=1", "--membind=1"] + SERVER_LAUNCH.split()
+                                                         + argv(unit["argv_lines"]))
+    assert expansions == []
+    assert "/models/My Model 100%" in argv(unit["argv_lines"])
+
+
+def test_extra_args_in_flag_equals_value_form_read_back_unchanged():
+    """A flag word from extra_args may carry its value (--flag=value): systemd must see it as one word, unexpanded."""
+    inst = instance(DECODE, "decode", extra_args=['--json-model-override-args={"rope_scaling": {"factor": 2.0}}', "--log-format=%(message)s",
+                                                  "--download-dir=$HOME/x"])
+    unit = U.server_unit(inst, MODEL, server_settings())
+    assert exec_words(unit["unit_text"]) == (["/usr/bin/numactl", "--cpunodebind=1", "--membind=1"] + SERVER_LAUNCH.split()
+                                             + argv(unit["argv_lines"]))
+
+
+def test_server_env_file():
+    inst = instance(PREFILL, "prefill", env={"UCX_NET_DEVICES": "mlx5_0:1", "SGLANG_SM120_MMA_FLASHMLA": "0", "Q": 'a"b\\c$d%e'})
+    settings = server_settings(env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "SGLANG_SM120_MMA_FLASHMLA": "1", "Z": 5})
+    unit = U.server_unit(inst, MODEL, settings)
+    text = unit["env_text"]
+    assert text.split("\n")[:3] == [
+        U.HEADER, "# pdserve.sglang.sglang_server mode=prefill",
+        "# Environment of sglang-prefill.service: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
+        "instance's own env."]
+    assert text.endswith("\n")
+    # CUDA_VISIBLE_DEVICES first, then the merged environment sorted, the instance's values winning.
+    assert env_pairs(text) == [
+        ("CUDA_VISIBLE_DEVICES", "0,1,2,3"),
+        ("Q", 'a"b\\c$d%e'),
+        ("SGLANG_DISAGGREGATION_NIXL_BACKEND", "UCX"),
+        ("SGLANG_SM120_MMA_FLASHMLA", "0"),
+        ("UCX_NET_DEVICES", "mlx5_0:1"),
+        ("Z", "5"),
+    ]
+    assert 'Q="a\\"b\\\\c$d%e"' in text.split("\n")
+
+
+def test_server_env_file_starts_with_the_fingerprint():
+    """What the unit runs comes first, so a new version or venv shows in the diff as the reason for the restart."""
+    fp = {"sglang": "0.5.24", "venv": "/opt/sglang/venvs/sglang-0.5.24", "model": "/models/m@abc"}
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(fingerprint=fp))
+    assert env_pairs(unit["env_text"])[:3] == [("PDSERVE_SGLANG", "0.5.24"), ("PDSERVE_VENV", "/opt/sglang/venvs/sglang-0.5.24"),
+                                               ("PDSERVE_MODEL", "/models/m@abc")]
+    # Empty fields are left out; the fingerprint never reaches the unit file itself.
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(fingerprint={"sglang": "", "venv": "/v"}))
+    assert [k for k, _v in env_pairs(unit["env_text"]) if k.startswith("PDSERVE_")] == ["PDSERVE_VENV"]
+    assert "PDSERVE_" not in unit["unit_text"]
+
+
+def test_router_env_file_starts_with_the_fingerprint(inventory):
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(fingerprint={"sglang_router": "0.3.2", "venv": "/opt/sglang/router-venv"})
+    assert env_pairs(U.router_unit(router, workers, settings)["env_text"])[:2] == [
+        ("PDSERVE_SGLANG_ROUTER", "0.3.2"), ("PDSERVE_VENV", "/opt/sglang/router-venv")]
+
+
+def test_server_env_file_without_gpus_or_env():
+    unit = U.server_unit(instance(dict(DECODE, gpus=[]), "decode"), MODEL, server_settings(env=None))
+    assert env_pairs(unit["env_text"]) == []
+    assert "CUDA_VISIBLE_DEVICES" not in unit["env_text"]
+
+
+def test_server_files_for_managed_files():
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(group="svc"))
+    assert unit["files"] == [
+        {"path": "/etc/sglang/decode.env", "content": unit["env_text"], "owner": "root", "group": "svc", "mode": "0640"},
+        {"path": "/etc/systemd/system/sglang-decode.service", "content": unit["unit_text"], "owner": "root", "group": "root", "mode": "0644"},
+    ]
+
+
+def test_server_units_of_the_blackwell_inventory(inventory, inventory_model):
+    topology = build_topology(*inventory("blackwell"))
+    model = inventory_model("blackwell")
+    entry = topology["hosts"]["blackwell"]
+    for mode, node in (("prefill", 0), ("decode", 1)):
+        inst, = entry[mode]
+        unit = U.server_unit(inst, model, server_settings())
+        assert exec_words(unit["unit_text"])[:3] == ["/usr/bin/numactl", "--cpunodebind=%d" % node, "--membind=%d" % node]
+        assert exec_words(unit["unit_text"])[6:] == argv(server_args(inst, model))
+        assert unit["unit_text"].split("\n")[1] == "# pdserve.sglang.sglang_server mode=%s" % mode
+
+
+# --- the router unit ------------------------------------------------------------------------------------
+
+def blackwell_router(inventory):
+    topology = build_topology(*inventory("blackwell"))
+    return topology["routers"][0], topology["workers"]
+
+
+def test_router_unit_with_api_key(inventory):
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(api_key=SECRET, local_units=["sglang-prefill.service", "sglang-decode.service"])
+    unit = U.router_unit(router, workers, settings)
+    lines = router_args(router, workers, settings, api_key=True)
+    assert unit["argv_lines"] == lines
+    assert (unit["name"], unit["unit"], unit["unit_path"], unit["env_file"]) == (
+        "router", "sglang-router.service", "/etc/systemd/system/sglang-router.service", "/etc/sglang/router.env")
+    text = unit["unit_text"]
+    assert SECRET not in text and "s3cr" not in text
+    assert text.split("\n")[:2] == [U.HEADER, "# pdserve.sglang.sglang_router"]
+    expansions = []
+    words = exec_words(text, expansions)
+    assert words == ROUTER_LAUNCH.split() + argv(lines)
+    assert words[-2:] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
+    assert expansions == ["${SGLANG_ROUTER_API_KEY}"]
+    parsed = sections(text)
+    assert parsed["Unit"] == [
+        ("Description", "SGLang PD router on 0.0.0.0:30001 (1 prefill, 1 decode)"),
+        ("Documentation", "https://docs.sglang.ai/advanced_features/router.html"),
+        ("After", "network-online.target sglang-prefill.service sglang-decode.service"),
+        ("Wants", "network-online.target sglang-prefill.service sglang-decode.service"),
+        ("StartLimitIntervalSec", "300"),
+        ("StartLimitBurst", "5"),
+    ]
+    service = parsed["Service"]
+    assert service[:5] == [("Type", "exec"), ("User", "sglang"), ("Group", "sglang"), ("EnvironmentFile", "/etc/sglang/router.env"),
+                           ("CacheDirectory", "sglang-router")]
+    assert service[5][0] == "ExecStart"
+    assert service[6:11] == [("Restart", "on-failure"), ("RestartSec", "5"), ("KillMode", "control-group"), ("TimeoutStopSec", "45"),
+                             ("LimitNOFILE", "65536")]
+    hardening = load("roles", "sglang_router", "defaults", "main.yml")["sglang_router_systemd_hardening"]
+    assert service[11:] == [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v)) for k, v in sorted(hardening.items())]
+    assert "ReadWritePaths" not in text and "LimitMEMLOCK" not in text and "WorkingDirectory" not in text
+    assert parsed["Install"] == [("WantedBy", "multi-user.target")]
+    # The key lives in the 0640 env file only.
+    assert env_pairs(unit["env_text"]) == [
+        ("HF_HOME", "/var/cache/sglang-router/huggingface"),
+        ("HF_HUB_OFFLINE", "1"),
+        ("SGLANG_ROUTER_API_KEY", SECRET),
+    ]
+    assert unit["files"][0] == {"path": "/etc/sglang/router.env", "content": unit["env_text"], "owner": "root", "group": "sglang",
+                                "mode": "0640"}
+    assert unit["files"][1]["mode"] == "0644" and unit["files"][1]["content"] == text
+
+
+def test_router_unit_without_api_key(inventory):
+    router, workers = blackwell_router(inventory)
+    unit = U.router_unit(router, workers, router_settings())
+    expansions = []
+    words = exec_words(unit["unit_text"], expansions)
+    assert words == ROUTER_LAUNCH.split() + argv(router_args(router, workers, router_settings()))
+    assert words[3:] == [
+        "--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998", "--decode", "http://127.0.0.1:30002",
+        "--host", "0.0.0.0", "--port", "30001", "--prometheus-host", "127.0.0.1", "--prometheus-port", "29000",
+        "--policy", "cache_aware", "--request-timeout-secs", "1800", "--worker-startup-timeout-secs", "1800",
+        "--worker-startup-check-interval", "2", "--health-check-interval-secs", "2", "--health-failure-threshold", "2",
+        "--health-success-threshold", "1", "--retry-max-retries", "10", "--retry-initial-backoff-ms", "100",
+        "--retry-max-backoff-ms", "2000", "--shutdown-grace-period-secs", "30", "--log-level", "info",
+        "--disable-circuit-breaker"]
+    assert expansions == []
+    assert "--api-key" not in unit["unit_text"] and "SGLANG_ROUTER_API_KEY" not in unit["env_text"]
+    assert ("After", "network-online.target") in sections(unit["unit_text"])["Unit"]
+
+
+def test_router_env_file(inventory):
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(hf_hub_offline=False, hf_endpoint="http://127.0.0.1:9", api_key="k", env={"Z": "1", "A": 'x"$y'})
+    assert env_pairs(U.router_unit(router, workers, settings)["env_text"]) == [
+        ("HF_HOME", "/var/cache/sglang-router/huggingface"),
+        ("HF_ENDPOINT", "http://127.0.0.1:9"),
+        ("SGLANG_ROUTER_API_KEY", "k"),
+        ("A", 'x"$y'),
+        ("Z", "1"),
+    ]
+    text = U.router_unit(router, workers, settings)["env_text"]
+    assert text.split("\n")[:3] == [U.HEADER, "# pdserve.sglang.sglang_router",
+                                    "# Environment of sglang-router.service: what it runs (PDSERVE_*), then its settings. "
+                                    "Mode 0640: it may hold the API key."]
+
+
+def test_router_unit_of_the_multinode_inventory(inventory):
+    topology = build_topology(*inventory("multinode"))
+    router, = topology["routers"]
+    settings = router_settings(extra_args=["--max-concurrent-requests", 64], disable_retries=True)
+    unit = U.router_unit(router, topology["workers"], settings)
+    assert ("Description", "SGLang PD router on 0.0.0.0:30001 (2 prefill, 1 decode)") in sections(unit["unit_text"])["Unit"]
+    words = exec_words(unit["unit_text"])
+    assert words == ROUTER_LAUNCH.split() + argv(unit["argv_lines"])
+    assert words[3:10] == ["--pd-disaggregation", "--prefill", "http://10.0.0.11:30000", "8998", "--prefill", "http://10.0.0.11:30010", "8999"]
+    assert words[-3:] == ["--disable-retries", "--max-concurrent-requests", "64"]
+
+
+def test_router_unit_ipv6_worker_urls():
+    router = {"host": "::", "port": 30001, "prometheus_host": "::1", "prometheus_port": 29000}
+    workers = {"prefill": [{"url": "http://[fd00::11]:30000", "bootstrap_port": 8998}], "decode": [{"url": "http://[fd00::21]:30002"}]}
+    unit = U.router_unit(router, workers, router_settings())
+    assert exec_words(unit["unit_text"])[3:12] == ["--pd-disaggregation", "--prefill", "http://[fd00::11]:30000", "8998", "--decode",
+                                                   "http://[fd00::21]:30002", "--host", "::", "--port"]
+
+
+# --- changed units ------------------------------------------------------------------------------------
+
+def test_changed_units():
+    units = [U.server_unit(instance(PREFILL, "prefill"), MODEL, server_settings()),
+             U.server_unit(instance(DECODE, "decode"), MODEL, server_settings())]
+    assert U.changed_units(units, []) == []
+    assert U.changed_units(units, None) == []
+    assert U.changed_units(units, ["/etc/sglang/decode.env"]) == ["sglang-decode.service"]
+    assert U.changed_units(units, ["/etc/systemd/system/sglang-prefill.service", "/etc/other"]) == ["sglang-prefill.service"]
+    assert U.changed_units(units, ["/etc/sglang/prefill.env", "/etc/systemd/system/sglang-decode.service"]) == [
+        "sglang-prefill.service", "sglang-decode.service"]
