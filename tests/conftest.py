@@ -8,8 +8,12 @@ __metaclass__ = type
 
 import importlib.util
 import os
+import sys
 
 import pytest
+
+# tests/support: helpers every test may import (serving_support: the shared defaults, read from their owner).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 
 GPU_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit", "fixtures", "gpu")
 

@@ -32,8 +32,12 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.units impor
 )
 
 
-def serving_topology(hostvars, groups, group_names=None):
-    """The serving topology of the inventory (see plugins/module_utils/serving/topology.py)."""
+def serving_topology(hostvars, groups, defaults, group_names=None):
+    """The serving topology of the inventory (see plugins/module_utils/serving/topology.py).
+
+    ``defaults``: sglang_topology_defaults (role pdserve.sglang.sglang_defaults), the value of each per-host variable
+    the topology reads for a host that does not set it.
+    """
     groups = dict(groups or {})
     names = dict(GROUPS)
     names.update(group_names or {})
@@ -46,7 +50,7 @@ def serving_topology(hostvars, groups, group_names=None):
             host_vars[host] = hostvars[host]
         except KeyError:
             host_vars[host] = {}
-    return build_topology(host_vars, groups, names)
+    return build_topology(host_vars, groups, defaults, names)
 
 
 def _strict_part(topology, inventory_host):
@@ -117,6 +121,11 @@ def switch_sources(instances):
     return venv_state.switch_sources(instances)
 
 
+def release_label(source, version, git_version=None):
+    """What a unit's fingerprint says the model servers run (see venv_state.release_label)."""
+    return venv_state.release_label(source, version, git_version)
+
+
 def venv_name(version, source="pypi", git_version=None):
     """The directory name of a versioned venv (sglang-0.5.24, sglang-git-<ref>)."""
     return venv_state.venv_name(version, source, git_version)
@@ -169,6 +178,7 @@ class FilterModule(object):
             "roll_report": roll_report,
             "problem_line": problem_line,
             "venv_name": venv_name,
+            "release_label": release_label,
             "instance_env_files": instance_env_files,
             "switch_sources": switch_sources,
             "ready_line": ready_line,

@@ -82,7 +82,7 @@ EXAMPLES = r"""
 - name: Judge this host's part of the monitoring layout
   pdserve.sglang.monitoring_preflight:
     host: "{{ inventory_hostname }}"
-    topology: "{{ hostvars | pdserve.sglang.serving_topology(groups) }}"
+    topology: "{{ hostvars | pdserve.sglang.serving_topology(groups, sglang_topology_defaults) }}"
     settings: "{{ hostvars | pdserve.sglang.monitoring_settings(groups, {'prometheus': {'port': 9090}}) }}"
     options:
       own_units: [prometheus.service, prometheus-node-exporter.service]

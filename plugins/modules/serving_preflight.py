@@ -143,7 +143,7 @@ EXAMPLES = r"""
 - name: Judge this host's part of the serving inventory
   pdserve.sglang.serving_preflight:
     host: "{{ inventory_hostname }}"
-    topology: "{{ hostvars | pdserve.sglang.serving_topology(groups) }}"
+    topology: "{{ hostvars | pdserve.sglang.serving_topology(groups, sglang_topology_defaults) }}"
     model:
       model_path: /models/DeepSeek-V4-Flash
       reasoning_parser: deepseek-v4
@@ -155,7 +155,7 @@ EXAMPLES = r"""
 - name: Plan a layout for a host you do not have, from a capture of an 8-GPU machine
   pdserve.sglang.serving_preflight:
     host: blackwell
-    topology: "{{ hostvars | pdserve.sglang.serving_topology(groups) }}"
+    topology: "{{ hostvars | pdserve.sglang.serving_topology(groups, sglang_topology_defaults) }}"
     sysfs_root: /srv/captures/blackwell8x/sysfs
     nvidia_smi_path: /srv/captures/blackwell8x/replay-nvidia-smi
     gpu_facts: always

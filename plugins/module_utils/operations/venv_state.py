@@ -153,6 +153,15 @@ def venv_name(version, source='pypi', git_version=None):
     return 'sglang-%s' % re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(version)).strip('-')
 
 
+def release_label(source, version, git_version=None):
+    """What a unit's fingerprint says it runs: the version, ``git <ref>``, or ``""`` when SGLang is managed elsewhere."""
+    if source == 'git':
+        return 'git %s' % git_version
+    if source == 'none':
+        return ''
+    return str(version)
+
+
 def instance_env_files(names, config_dir='/etc/sglang'):
     """``[{name, env_file}]`` for venv_state's instances (the roles write ``<config_dir>/<name>.env``)."""
     return [{'name': name, 'env_file': '%s/%s.env' % (str(config_dir).rstrip('/'), name)} for name in names or []]

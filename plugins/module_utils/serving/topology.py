@@ -5,7 +5,7 @@
 
 Built on the controller from inventory variables only (host_vars/group_vars), so every role and play
 that builds it sees the same stack: the servers deploy exactly what the router is wired to and what
-the monitoring scrapes. Defaults below equal the roles' defaults (a unit test keeps them equal).
+the monitoring scrapes. The per-host defaults are an input (sglang_topology_defaults), never restated here.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,13 +25,10 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
 )
 
 GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sglang_router"}
-SERVER_DEFAULTS = {"sglang_server_host": "127.0.0.1", "sglang_server_enable_metrics": True}
-ROUTER_DEFAULTS = {
-    "sglang_router_host": "0.0.0.0",
-    "sglang_router_port": 30001,
-    "sglang_router_prometheus_host": "127.0.0.1",
-    "sglang_router_prometheus_port": 29000,
-}
+# The per-host variables the topology reads; their defaults are an input (sglang_topology_defaults of the role
+# pdserve.sglang.sglang_defaults, their one owner).
+TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_router_host", "sglang_router_port",
+                      "sglang_router_prometheus_host", "sglang_router_prometheus_port")
 
 
 def _get(host_vars, name, defaults):
@@ -59,15 +56,15 @@ def _url(host, port):
     return "http://%s:%s" % (url_host(host), port)
 
 
-def _router(inventory_host, hv, address, problems):
+def _router(inventory_host, hv, address, problems, defaults):
     router = {"inventory_host": inventory_host}
     for key in ("host", "port", "prometheus_host", "prometheus_port"):
-        router[key] = _get(hv, "sglang_router_" + key, ROUTER_DEFAULTS)
+        router[key] = _get(hv, "sglang_router_" + key, defaults)
     for key in ("port", "prometheus_port"):
         value = router[key]
         if not is_int(value) or not 1 <= value <= 65535:
             problems.append(problem(inventory_host, "sglang_router_" + key, "must be a port between 1 and 65535, got %r"
-                                    % (value,), "write a whole number without quotes, e.g. %s" % ROUTER_DEFAULTS["sglang_router_" + key]))
+                                    % (value,), "write a whole number without quotes, e.g. %s" % defaults["sglang_router_" + key]))
     for key in ("host", "prometheus_host"):
         if not isinstance(router[key], str):
             problems.append(problem(inventory_host, "sglang_router_" + key, "must be an address, got %r" % (router[key],),
@@ -147,12 +144,16 @@ def _reachability_problems(hosts, workers, routers):
     return problems
 
 
-def build_topology(host_vars, groups, group_names=None):
+def build_topology(host_vars, groups, defaults, group_names=None):
     """The topology of the inventory (see the module docstring of the filter serving_topology).
 
-    ``host_vars``: {inventory host: its variables}. ``groups``: {group: [hosts]}. ``group_names``:
+    ``host_vars``: {inventory host: its variables}. ``groups``: {group: [hosts]}. ``defaults``: {variable: value} for
+    every name in TOPOLOGY_VARIABLES, what a host that does not set it gets. ``group_names``:
     {"prefill", "decode", "router"} -> group name, overriding GROUPS.
     """
+    missing = [name for name in TOPOLOGY_VARIABLES if name not in (defaults or {})]
+    if missing:
+        raise ValueError("the topology's defaults lack %s (pass sglang_topology_defaults)" % ", ".join(missing))
     names = dict(GROUPS)
     names.update(dict((k, v) for k, v in (group_names or {}).items() if v))
     members = dict((role, list((groups or {}).get(group) or [])) for role, group in names.items())
@@ -172,8 +173,8 @@ def build_topology(host_vars, groups, group_names=None):
         address = str(hv.get("ansible_host") or name)
         entry = {"address": address, "groups": [names[r] for r in ("prefill", "decode", "router") if name in members[r]],
                  "prefill": [], "decode": [], "router": None}
-        server_host = _get(hv, "sglang_server_host", SERVER_DEFAULTS)
-        metrics = _get(hv, "sglang_server_enable_metrics", SERVER_DEFAULTS)
+        server_host = _get(hv, "sglang_server_host", defaults)
+        metrics = _get(hv, "sglang_server_enable_metrics", defaults)
         for mode in MODES:
             if name not in members[mode]:
                 continue
@@ -189,7 +190,7 @@ def build_topology(host_vars, groups, group_names=None):
             entry[mode] = instances
             workers[mode].extend(i for i in instances if i["url"])
         if name in members["router"]:
-            entry["router"] = _router(name, hv, address, problems)
+            entry["router"] = _router(name, hv, address, problems, defaults)
             routers.append(entry["router"])
         problems.extend(host_problems(name, entry["prefill"] + entry["decode"], entry["router"]))
         hosts[name] = entry

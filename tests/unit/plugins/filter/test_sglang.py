@@ -17,6 +17,7 @@ from ansible_collections.pdserve.sglang.plugins.filter import sglang as F
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as serving_units
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 SERVER_SETTINGS = {
     "launch_command": "/opt/sglang/venv/bin/python -m sglang.launch_server", "numa_binding": "numactl", "numactl_path": "/usr/bin/numactl",
@@ -67,7 +68,7 @@ class HostVarsVars(Mapping):
 def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
     assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "problem_line",
-                               "ready_line", "roll_plan", "roll_plan_lines", "roll_report", "router_unit_files",
+                               "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report", "router_unit_files",
                                "server_units", "serving_topology", "switch_sources", "systemd_quote", "unit_services",
                                "venv_name", "wait_endpoints"]
     assert filters["changed_units"] is serving_units.changed_units
@@ -79,21 +80,21 @@ def test_the_filters_are_registered():
 def test_serving_topology_over_hostvars_and_groups(inventory):
     host_vars, groups = inventory("multinode")
     hostvars = FakeHostVars(host_vars)
-    topology = F.serving_topology(hostvars, groups)
-    assert topology == build_topology(host_vars, groups)
+    topology = F.serving_topology(hostvars, groups, defaults=TOPOLOGY_DEFAULTS)
+    assert topology == build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)
     assert sorted(set(hostvars.read)) == ["gpu-decode-1", "gpu-prefill-1", "router-1"]
     assert [w["url"] for w in topology["workers"]["decode"]] == ["http://10.0.0.21:30002"]
 
 
 def test_serving_topology_reads_only_the_serving_hosts():
     hostvars = FakeHostVars({"gpu": {"sglang_decode_instances": [{"name": "d", "port": 30002}]}, "monitor": {"x": 1}})
-    topology = F.serving_topology(hostvars, {"sglang_decode": ["gpu"], "monitoring": ["monitor"], "all": ["gpu", "monitor"]})
+    topology = F.serving_topology(hostvars, {"sglang_decode": ["gpu"], "monitoring": ["monitor"], "all": ["gpu", "monitor"]}, defaults=TOPOLOGY_DEFAULTS)
     assert hostvars.read == ["gpu"]
     assert list(topology["hosts"]) == ["gpu"]
 
 
 def test_serving_topology_host_missing_from_hostvars():
-    topology = F.serving_topology(FakeHostVars({}), {"sglang_decode": ["ghost"]})
+    topology = F.serving_topology(FakeHostVars({}), {"sglang_decode": ["ghost"]}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["hosts"]["ghost"]["decode"] == [] and topology["problems"] == []
 
 
@@ -101,16 +102,16 @@ def test_serving_topology_with_other_group_names():
     hostvars = FakeHostVars({"p": {"sglang_prefill_instances": [{"name": "p", "port": 30000}]},
                              "d": {"sglang_decode_instances": [{"name": "d", "port": 30002}]}})
     topology = F.serving_topology(hostvars, {"gpu_prefill": ["p"], "gpu_decode": ["d"], "sglang_prefill": ["d"]},
-                                  {"prefill": "gpu_prefill", "decode": "gpu_decode"})
+                                  group_names={"prefill": "gpu_prefill", "decode": "gpu_decode"}, defaults=TOPOLOGY_DEFAULTS)
     assert [w["inventory_host"] for w in topology["workers"]["prefill"]] == ["p"]
     assert topology["groups"]["router"] == "sglang_router"
-    assert F.serving_topology(hostvars, None)["hosts"] == {}
+    assert F.serving_topology(hostvars, None, defaults=TOPOLOGY_DEFAULTS)["hosts"] == {}
 
 
 # --- server_units / router_unit_files -------------------------------------------------------------------------
 
 def test_server_units(inventory, inventory_model):
-    topology = F.serving_topology(FakeHostVars(inventory("blackwell")[0]), inventory("blackwell")[1])
+    topology = F.serving_topology(FakeHostVars(inventory("blackwell")[0]), inventory("blackwell")[1], defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("blackwell")
     units = F.server_units(topology, "blackwell", "decode", model, SERVER_SETTINGS)
     decode, = topology["hosts"]["blackwell"]["decode"]
@@ -123,7 +124,7 @@ def test_server_units(inventory, inventory_model):
 
 def test_server_units_refuse_an_inventory_with_problems():
     host_vars = {"gpu": {"sglang_decode_instances": [{"name": "d", "port": "30002", "gpus": [0, 0]}]}}
-    topology = build_topology(host_vars, {"sglang_decode": ["gpu"]})
+    topology = build_topology(host_vars, {"sglang_decode": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     with pytest.raises(AnsibleFilterError) as err:
         F.server_units(topology, "gpu", "decode", {}, SERVER_SETTINGS)
     message = str(err.value)
@@ -135,7 +136,7 @@ def test_server_units_refuse_an_inventory_with_problems():
 def test_problems_of_other_hosts_do_not_block_this_one(inventory):
     host_vars, groups = inventory("multinode")
     del host_vars["gpu-decode-1"]["sglang_server_host"]
-    topology = build_topology(host_vars, groups)
+    topology = build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)
     assert [p["host"] for p in topology["problems"]] == ["gpu-decode-1"]
     units = F.server_units(topology, "gpu-prefill-1", "prefill", {"model_path": "/m"}, SERVER_SETTINGS)
     assert [u["unit"] for u in units] == ["sglang-prefill-0.service", "sglang-prefill-1.service"]
@@ -144,13 +145,13 @@ def test_problems_of_other_hosts_do_not_block_this_one(inventory):
 
 
 def test_server_units_unknown_mode(inventory):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     with pytest.raises(AnsibleFilterError, match="mode must be prefill or decode, got 'both'"):
         F.server_units(topology, "blackwell", "both", {}, SERVER_SETTINGS)
 
 
 def test_router_unit_files(inventory):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     settings = dict(ROUTER_SETTINGS)
     unit = F.router_unit_files(topology, "blackwell", settings)
     assert "local_units" not in settings
@@ -162,7 +163,7 @@ def test_router_unit_files(inventory):
 
 
 def test_router_unit_files_on_a_router_only_host(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     unit = F.router_unit_files(topology, "router-1", dict(ROUTER_SETTINGS, api_key="k3y"))
     assert "After=network-online.target\n" in unit["unit_text"]
     assert unit["argv_lines"][-1] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
@@ -170,13 +171,13 @@ def test_router_unit_files_on_a_router_only_host(inventory):
 
 
 def test_router_unit_files_on_a_host_without_router(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     with pytest.raises(AnsibleFilterError, match="host gpu-prefill-1 is not in the router group sglang_router"):
         F.router_unit_files(topology, "gpu-prefill-1", ROUTER_SETTINGS)
 
 
 def test_router_unit_files_refuse_an_inventory_with_problems():
-    topology = build_topology({"edge": {"sglang_router_port": 0}}, {"sglang_router": ["edge"]})
+    topology = build_topology({"edge": {"sglang_router_port": 0}}, {"sglang_router": ["edge"]}, defaults=TOPOLOGY_DEFAULTS)
     with pytest.raises(AnsibleFilterError) as err:
         F.router_unit_files(topology, "edge", ROUTER_SETTINGS)
     assert str(err.value).split("\n") == [
@@ -192,7 +193,7 @@ def test_router_unit_files_refuse_an_inventory_with_problems():
 # --- flag_check_lines, wait_endpoints, ready_line ---------------------------------------------------------------
 
 def test_flag_check_lines_are_the_unit_arguments_as_strings(inventory, inventory_model):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("blackwell")
     units = F.server_units(topology, "blackwell", "prefill", model, SERVER_SETTINGS)
     lines = F.flag_check_lines(units)
@@ -204,7 +205,7 @@ def test_flag_check_lines_are_the_unit_arguments_as_strings(inventory, inventory
 
 
 def test_flag_check_lines_of_the_router_unit(inventory):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     unit = F.router_unit_files(topology, "blackwell", ROUTER_SETTINGS)
     lines = F.flag_check_lines(unit)
     assert lines == [{"name": "router", "argv": argv(unit["argv_lines"])}]
@@ -218,7 +219,7 @@ def test_flag_check_lines_name_falls_back_to_the_unit():
 
 
 def test_wait_endpoints(inventory):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     assert F.wait_endpoints(topology, "blackwell") == [
         {"url": "http://127.0.0.1:30000", "kind": "server", "unit": "sglang-prefill.service", "name": "sglang-prefill.service"},
         {"url": "http://127.0.0.1:30002", "kind": "server", "unit": "sglang-decode.service", "name": "sglang-decode.service"},
@@ -231,7 +232,7 @@ def test_wait_endpoints_reach_wildcard_binds_over_loopback_and_skip_bad_ports():
     host_vars = {"gpu": {"ansible_host": "10.0.0.21", "sglang_decode_instances": [
         {"name": "decode", "port": 30002, "host": "0.0.0.0"}, {"name": "v6", "port": 30004, "host": "::"},
         {"name": "private", "port": 30006, "host": "10.0.0.21"}, {"name": "broken", "port": "30008"}]}}
-    topology = build_topology(host_vars, {"sglang_decode": ["gpu"]})
+    topology = build_topology(host_vars, {"sglang_decode": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     assert [(e["name"], e["url"]) for e in F.wait_endpoints(topology, "gpu")] == [
         ("sglang-decode.service", "http://127.0.0.1:30002"),
         ("sglang-v6.service", "http://[::1]:30004"),

@@ -14,6 +14,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import checks as monitoring_checks
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from ansible_collections.pdserve.sglang.plugins.modules import monitoring_preflight
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 GROUPS = {"sglang_prefill": ["gpu-p"], "sglang_decode": ["gpu-d"], "sglang_router": ["rt"]}
 HOST_VARS = {
@@ -33,7 +34,7 @@ def run(module_runner, monkeypatch):
 
 
 def test_every_problem_of_the_monitoring_host_at_once(run):
-    topo = build_topology(HOST_VARS, GROUPS)
+    topo = build_topology(HOST_VARS, GROUPS, defaults=TOPOLOGY_DEFAULTS)
     result, failed = run({"host": "rt", "topology": topo, "settings": SETTINGS,
                           "options": {"grafana_source": "apt_repo"}})
     assert failed and result["changed"] is False
@@ -45,7 +46,7 @@ def test_every_problem_of_the_monitoring_host_at_once(run):
 
 
 def test_exporter_host_sees_only_its_own_ports(run):
-    topo = build_topology(HOST_VARS, GROUPS)
+    topo = build_topology(HOST_VARS, GROUPS, defaults=TOPOLOGY_DEFAULTS)
     result, failed = run({"host": "gpu-p", "topology": topo, "settings": SETTINGS})
     assert failed
     assert [(p["host"], p["variable"]) for p in result["problems"]] == [("gpu-p", "monitoring_node_exporter_port")]
@@ -54,7 +55,7 @@ def test_exporter_host_sees_only_its_own_ports(run):
 
 def test_clean_layout_passes_in_check_mode(run):
     host_vars = dict(HOST_VARS, **{"gpu-d": dict(HOST_VARS["gpu-d"], sglang_server_host="10.0.0.21")})
-    topo = build_topology(host_vars, GROUPS)
+    topo = build_topology(host_vars, GROUPS, defaults=TOPOLOGY_DEFAULTS)
     result, failed = run({"host": "rt", "topology": topo, "settings": dict(SETTINGS, node_exporter={})},
                          check_mode=True)
     assert not failed and result["problems"] == []
@@ -67,7 +68,7 @@ def test_not_a_topology(run):
 
 ONE = build_topology({"box": {"sglang_prefill_instances": [{"name": "prefill", "port": 30000}],
                               "sglang_decode_instances": [{"name": "decode", "port": 30002}]}},
-                     {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]})
+                     {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]}, defaults=TOPOLOGY_DEFAULTS)
 ONE_SETTINGS = {"monitoring_hosts": ["box"], "gpu_hosts": ["box"]}
 
 

@@ -23,6 +23,7 @@ from ansible.module_utils import basic
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from ansible_collections.pdserve.sglang.plugins.modules import serving_preflight
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu"))
 FAKE = os.path.join(FIXTURES, "fake_nvidia_smi.py")
@@ -59,7 +60,7 @@ def blackwell(inventory, inventory_model):
         host_vars, groups = inventory("blackwell")
         host_vars["blackwell"]["sglang_prefill_instances"][0].update(prefill or {})
         host_vars["blackwell"]["sglang_decode_instances"][0].update(decode or {})
-        return plain(build_topology(host_vars, groups)), plain(inventory_model("blackwell"))
+        return plain(build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)), plain(inventory_model("blackwell"))
     return get
 
 
@@ -160,7 +161,7 @@ def test_fail_on_problems_false_returns_them(env, run, gpu_sysfs, blackwell):
 
 
 def test_multinode_router_host_has_no_gpu_checks(env, run, gpu_sysfs, inventory):
-    topology = plain(build_topology(*inventory("multinode")))
+    topology = plain(build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS))
     result, failed = run({"host": "router-1", "topology": topology, "sysfs_root": gpu_sysfs("blackwell8x"),
                           "nvidia_smi_path": "/nonexistent/nvidia-smi", "gpu_facts": "always"})
     assert failed is False, result
@@ -171,7 +172,7 @@ def test_multinode_router_host_has_no_gpu_checks(env, run, gpu_sysfs, inventory)
 def test_a_cross_host_problem_is_reported_by_the_host_that_must_change(env, run, gpu_sysfs, inventory):
     host_vars, groups = inventory("multinode")
     del host_vars["gpu-decode-1"]["sglang_server_host"]  # decode on loopback, the router elsewhere
-    topology = plain(build_topology(host_vars, groups))
+    topology = plain(build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS))
     args = {"topology": topology, "sysfs_root": gpu_sysfs("blackwell8x"), "nvidia_smi_path": fake_smi(env, "blackwell8x")}
     result, failed = run(dict(args, host="gpu-decode-1"))
     assert failed is True
@@ -263,7 +264,7 @@ def test_unknown_gpu_facts_choice(env, run, blackwell):
 @pytest.fixture
 def local(inventory, inventory_model):
     host_vars, groups = inventory("local")
-    return plain(build_topology(host_vars, groups)), plain(inventory_model("local"))
+    return plain(build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)), plain(inventory_model("local"))
 
 
 def real_args(tmp_path, topology, model, **extra):

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as mt
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 GROUPS_ONE = {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]}
 ONE_HOST = {"box": {
@@ -38,7 +39,7 @@ def addresses(found, job):
 
 
 def test_one_host_scrapes_everything_on_loopback():
-    topo = build_topology(ONE_HOST, GROUPS_ONE)
+    topo = build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS)
     found, problems = mt.targets(topo, "box", settings())
     assert problems == []
     assert addresses(found, "sglang-prefill") == ["127.0.0.1:30000"]
@@ -54,7 +55,7 @@ def test_one_host_scrapes_everything_on_loopback():
 
 
 def test_multinode_scrapes_each_host_at_its_address():
-    topo = build_topology(MULTI, GROUPS_MULTI)
+    topo = build_topology(MULTI, GROUPS_MULTI, defaults=TOPOLOGY_DEFAULTS)
     conf = settings(monitoring_hosts=["rt"], gpu_hosts=["gpu-p", "gpu-d"])
     found, problems = mt.targets(topo, "rt", conf)
     assert problems == []
@@ -69,14 +70,14 @@ def test_multinode_scrapes_each_host_at_its_address():
     more = dict(MULTI, **{"gpu-d2": {"ansible_host": "10.0.0.22", "sglang_server_host": "10.0.0.22",
                                      "sglang_decode_instances": [{"name": "decode-1", "port": 30002}]}})
     groups = dict(GROUPS_MULTI, sglang_decode=["gpu-d", "gpu-d2"])
-    found, problems = mt.targets(build_topology(more, groups), "rt", conf)
+    found, problems = mt.targets(build_topology(more, groups, defaults=TOPOLOGY_DEFAULTS), "rt", conf)
     assert problems == [] and addresses(found, "sglang-decode") == ["10.0.0.21:30002", "10.0.0.22:30002"]
 
 
 def test_loopback_server_on_another_host_is_refused_with_the_fix():
     host_vars = dict(MULTI, **{"gpu-d": {"ansible_host": "10.0.0.21",
                                          "sglang_decode_instances": [{"name": "decode-0", "port": 30002}]}})
-    topo = build_topology(host_vars, GROUPS_MULTI)
+    topo = build_topology(host_vars, GROUPS_MULTI, defaults=TOPOLOGY_DEFAULTS)
     found, problems = mt.targets(topo, "rt", settings(monitoring_hosts=["rt"], gpu_hosts=[]))
     mine = [p for p in problems if p["host"] == "gpu-d"]
     assert len(mine) == 1, problems
@@ -88,14 +89,14 @@ def test_loopback_server_on_another_host_is_refused_with_the_fix():
 
 def test_metrics_turned_off_is_refused():
     host_vars = {"box": dict(ONE_HOST["box"], sglang_server_enable_metrics=False)}
-    problems = mt.layout_problems(build_topology(host_vars, GROUPS_ONE), settings())
+    problems = mt.layout_problems(build_topology(host_vars, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS), settings())
     assert [p["variable"] for p in problems] == ["sglang_server_enable_metrics"] * 2
     assert "serves no /metrics" in problems[0]["message"]
     assert "--enable-metrics" in problems[0]["fix"]
 
 
 def test_router_metrics_on_loopback_of_another_host_is_refused():
-    topo = build_topology(MULTI, GROUPS_MULTI)
+    topo = build_topology(MULTI, GROUPS_MULTI, defaults=TOPOLOGY_DEFAULTS)
     problems = mt.layout_problems(topo, settings(monitoring_hosts=["gpu-d"], gpu_hosts=[]))
     router = [p for p in problems if p["variable"] == "sglang_router_prometheus_host"]
     assert len(router) == 1 and router[0]["host"] == "rt"
@@ -104,13 +105,13 @@ def test_router_metrics_on_loopback_of_another_host_is_refused():
 
 def test_router_metrics_on_a_reachable_address():
     host_vars = dict(MULTI, rt={"ansible_host": "10.0.0.5", "sglang_router_prometheus_host": "0.0.0.0"})
-    found, problems = mt.targets(build_topology(host_vars, GROUPS_MULTI), "gpu-d",
+    found, problems = mt.targets(build_topology(host_vars, GROUPS_MULTI, defaults=TOPOLOGY_DEFAULTS), "gpu-d",
                                  settings(monitoring_hosts=["gpu-d"], gpu_hosts=[]))
     assert problems == [] and addresses(found, "sglang-router") == ["10.0.0.5:29000"]
 
 
 def test_exporter_bound_to_loopback_on_a_remote_host_is_refused():
-    topo = build_topology(MULTI, GROUPS_MULTI)
+    topo = build_topology(MULTI, GROUPS_MULTI, defaults=TOPOLOGY_DEFAULTS)
     conf = settings(monitoring_hosts=["rt"], gpu_hosts=["gpu-p"], exporter_hosts={"gpu-p": "127.0.0.1"})
     problems = mt.layout_problems(topo, conf)
     assert {(p["host"], p["variable"]) for p in problems} == {("gpu-p", "monitoring_exporter_host")}
@@ -125,19 +126,19 @@ def test_exporter_bound_to_loopback_on_a_remote_host_is_refused():
     ({"grafana": {"enabled": True, "port": 30001}}, "monitoring_grafana_port", "sglang_router_port"),
 ])
 def test_port_collisions_with_serving_ports(over, variable, clash):
-    problems = mt.layout_problems(build_topology(ONE_HOST, GROUPS_ONE), settings(**over))
+    problems = mt.layout_problems(build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS), settings(**over))
     assert len(problems) == 1, problems
     assert problems[0]["variable"] == variable and problems[0]["host"] == "box"
     assert clash in problems[0]["message"]
 
 
 def test_grafana_port_is_free_when_grafana_is_not_installed_here():
-    assert mt.layout_problems(build_topology(ONE_HOST, GROUPS_ONE),
+    assert mt.layout_problems(build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS),
                               settings(grafana={"enabled": False, "port": 30001})) == []
 
 
 def test_scrape_configs_fix_sglang_names_and_carry_labels():
-    topo = build_topology(ONE_HOST, GROUPS_ONE)
+    topo = build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS)
     auth = {"basic_auth": {"username": "prom", "password": "x"}}
     conf = settings(node_exporter={"scrape_auth": auth})
     configs = mt.scrape_configs(mt.targets(topo, "box", conf)[0], conf)
@@ -177,5 +178,5 @@ def test_inventory_settings_read_the_driver_layers_expected_gpu_count():
     assert settings["expected_gpus"] == {"g1": 8, "g2": 4, "g3": None}
     assert settings["addresses"]["g1"] == "10.0.0.1" and settings["addresses"]["g3"] == "g3"
     assert settings["exporter_hosts"] == {"g3": "192.168.1.3"}
-    topo = build_topology({}, {})
+    topo = build_topology({}, {}, defaults=TOPOLOGY_DEFAULTS)
     assert mt.expected_gpu_counts(topo, settings) == {"g1": 8, "g2": 4, "g3": None}

@@ -7,6 +7,7 @@ __metaclass__ = type
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.roll import plan_lines, roll_plan, roll_report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"]}
 
@@ -20,7 +21,7 @@ def stack(prefill=2, decode=2):
               "sglang_decode_instances": [{"name": "decode-%d" % i, "port": 30002 + 10 * i} for i in range(decode)]},
         "r": {},
     }
-    return build_topology(host_vars, GROUPS)
+    return build_topology(host_vars, GROUPS, defaults=TOPOLOGY_DEFAULTS)
 
 
 def names(plan):
@@ -66,7 +67,7 @@ def test_the_only_worker_of_a_type_is_refused_unless_plain():
 
 
 def test_no_router_is_a_problem():
-    topology = build_topology({"p": {"sglang_prefill_instances": [{"name": "p", "port": 1}]}}, {"sglang_prefill": ["p"]})
+    topology = build_topology({"p": {"sglang_prefill_instances": [{"name": "p", "port": 1}]}}, {"sglang_prefill": ["p"]}, defaults=TOPOLOGY_DEFAULTS)
     assert any(p["variable"] == "sglang_router" for p in roll_plan(topology)["problems"])
 
 

@@ -18,6 +18,7 @@ import yaml
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import cmdline as C
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 
@@ -135,7 +136,7 @@ def test_seed_decode_line():
 def test_the_blackwell_inventory_renders_the_command_lines_the_install_scenario_checks(inventory, inventory_model):
     """extensions/molecule/sglang_install checks these argv with the real SGLang parser: they must be what the
     blackwell inventory renders (the server role's defaults: numactl binding, metrics on)."""
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("blackwell")
     entry = topology["hosts"]["blackwell"]
     rendered = [{"name": inst["name"], "argv": C.argv(C.server_args(inst, model, "numactl", True))}
@@ -146,7 +147,7 @@ def test_the_blackwell_inventory_renders_the_command_lines_the_install_scenario_
 
 
 def test_the_local_inventory_keeps_its_parsers_without_a_chat_template(inventory, inventory_model):
-    topology = build_topology(*inventory("local"))
+    topology = build_topology(*inventory("local"), defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("local")
     assert model["chat_template"] == ""
     for mode in ("prefill", "decode"):
@@ -160,7 +161,7 @@ def test_the_local_inventory_keeps_its_parsers_without_a_chat_template(inventory
 
 
 def test_the_multinode_inventory(inventory, inventory_model):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("multinode")
     p0, p1 = topology["hosts"]["gpu-prefill-1"]["prefill"]
     d0, = topology["hosts"]["gpu-decode-1"]["decode"]
@@ -327,7 +328,7 @@ def test_every_optional_part_at_once():
 # --- the router's line ------------------------------------------------------------------------------------
 
 def test_router_line_of_the_blackwell_inventory_with_the_role_defaults(inventory):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     router, = topology["routers"]
     assert C.router_args(router, topology["workers"], router_defaults()) == [
         ["--pd-disaggregation"],
@@ -354,7 +355,7 @@ def test_router_line_of_the_blackwell_inventory_with_the_role_defaults(inventory
 
 
 def test_router_line_of_the_multinode_inventory(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     router, = topology["routers"]
     lines = C.router_args(router, topology["workers"], router_defaults(), api_key=True)
     assert lines[:4] == [

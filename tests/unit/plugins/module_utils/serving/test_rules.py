@@ -21,6 +21,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choi
     TRANSFER_BACKENDS,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 MODEL = {
     "model_path": "/models/DeepSeek-V4-Flash",
@@ -60,7 +61,7 @@ def blackwell(prefill=None, decode=None, **host_vars):
           "sglang_decode_instances": [dict(DECODE, **(decode or {}))]}
     hv.update(host_vars)
     return build_topology({"blackwell": hv}, {"sglang_prefill": ["blackwell"], "sglang_decode": ["blackwell"],
-                                              "sglang_router": ["blackwell"]})
+                                              "sglang_router": ["blackwell"]}, defaults=TOPOLOGY_DEFAULTS)
 
 
 _THE_MODEL = object()
@@ -214,12 +215,12 @@ def test_every_model_problem_at_once():
 # --- judge: layouts that pass ----------------------------------------------------------------------------
 
 def test_reference_layout_has_no_problem(inventory, inventory_model):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     assert R.judge("blackwell", topology, inventory_model("blackwell"), dict(SERVER), copy.deepcopy(OBSERVED)) == []
 
 
 def test_gpu_less_local_layout_has_no_problem(inventory, inventory_model):
-    topology = build_topology(*inventory("local"))
+    topology = build_topology(*inventory("local"), defaults=TOPOLOGY_DEFAULTS)
     observed = dict(OBSERVED, gpus=None, numa_nodes=[0], paths=[])
     assert R.judge("pdserve-local", topology, inventory_model("local"), dict(SERVER), observed) == []
 
@@ -241,7 +242,7 @@ def test_the_topology_problems_of_the_host_come_first():
 def test_only_this_hosts_topology_problems(inventory):
     host_vars, groups = inventory("multinode")
     host_vars["gpu-decode-1"]["sglang_decode_instances"][0]["mem_fraction_static"] = 2
-    topology = build_topology(host_vars, groups)
+    topology = build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)
     assert judge(topology, host="gpu-prefill-1", numa_nodes=None, gpus=None, addresses={}) == []
     assert [p["variable"] for p in judge(topology, host="gpu-decode-1", numa_nodes=None, gpus=None, addresses={})] == [
         "sglang_decode_instances[decode-0].mem_fraction_static"]
@@ -258,7 +259,7 @@ def test_model_problems_are_the_hosts():
 
 
 def test_a_router_only_host_is_not_judged_on_the_model(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     assert judge(topology, host="router-1", model=dict(MODEL, model_path=""), numactl=False, nvidia_uvm=False, home_free_gb=0.1) == []
 
 
@@ -378,7 +379,7 @@ def test_listener_on_an_unrelated_port_is_ignored():
 
 
 def test_router_only_host_checks_the_router_ports(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     problems = judge(topology, host="router-1", listeners=[listener(30001, "0.0.0.0", owners=[{"pid": "3", "unit": "haproxy.service"}]),
                                                            listener(30002, owners=[{"pid": "4", "unit": "x.service"}])])
     assert pairs(problems) == [("sglang_router_port", "wants port 30001 but 0.0.0.0:30001 is already held by pid 3 (haproxy.service)")]
@@ -387,7 +388,7 @@ def test_router_only_host_checks_the_router_ports(inventory):
 # --- judge: bind addresses -----------------------------------------------------------------------------
 
 def test_bind_address_that_is_not_the_hosts(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     problems = judge(topology, host="gpu-prefill-1", gpus=None,
                      addresses={"10.0.0.11": (False, "is not an address of this host"), "127.0.0.1": (True, None)})
     assert pairs(problems) == [
@@ -419,8 +420,8 @@ def test_addresses_that_are_fine_or_not_observed():
 
 
 def test_bind_addresses(inventory):
-    assert R.bind_addresses(build_topology(*inventory("blackwell"))["hosts"]["blackwell"]) == ["127.0.0.1"]
-    hosts = build_topology(*inventory("multinode"))["hosts"]
+    assert R.bind_addresses(build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)["hosts"]["blackwell"]) == ["127.0.0.1"]
+    hosts = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)["hosts"]
     assert R.bind_addresses(hosts["gpu-prefill-1"]) == ["10.0.0.11", "127.0.0.1"]
     assert R.bind_addresses(hosts["gpu-decode-1"]) == ["10.0.0.21", "127.0.0.1"]
     assert R.bind_addresses(hosts["router-1"]) == ["127.0.0.1"]
@@ -459,7 +460,7 @@ def test_nvidia_uvm_not_a_problem(observed, server):
 
 
 def test_nvidia_uvm_not_judged_without_instances(inventory):
-    assert judge(build_topology(*inventory("multinode")), host="router-1", nvidia_uvm=False) == []
+    assert judge(build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS), host="router-1", nvidia_uvm=False) == []
 
 
 def test_numactl_missing():

@@ -20,6 +20,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
+from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 SERVER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang.launch_server"
@@ -470,7 +471,7 @@ def test_server_files_for_managed_files():
 
 
 def test_server_units_of_the_blackwell_inventory(inventory, inventory_model):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("blackwell")
     entry = topology["hosts"]["blackwell"]
     for mode, node in (("prefill", 0), ("decode", 1)):
@@ -484,7 +485,7 @@ def test_server_units_of_the_blackwell_inventory(inventory, inventory_model):
 # --- the router unit ------------------------------------------------------------------------------------
 
 def blackwell_router(inventory):
-    topology = build_topology(*inventory("blackwell"))
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     return topology["routers"][0], topology["workers"]
 
 
@@ -570,7 +571,7 @@ def test_router_env_file(inventory):
 
 
 def test_router_unit_of_the_multinode_inventory(inventory):
-    topology = build_topology(*inventory("multinode"))
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     router, = topology["routers"]
     settings = router_settings(extra_args=["--max-concurrent-requests", 64], disable_retries=True)
     unit = U.router_unit(router, topology["workers"], settings)
