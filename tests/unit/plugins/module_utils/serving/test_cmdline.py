@@ -9,36 +9,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import argparse
-import copy
 import os
 
 import pytest
 import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import cmdline as C
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, MODEL, PREFILL, ROUTER, TOPOLOGY_DEFAULTS, WORKERS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import instance as normalized  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "context_length": 8192,
-    "extra_args": [],
-}
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
-ROUTER = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
-WORKERS = {"prefill": [{"url": "http://127.0.0.1:30000", "bootstrap_port": 8998}],
-           "decode": [{"url": "http://127.0.0.1:30002", "bootstrap_port": None}]}
 
 SEED_PREFILL = [
     ["--model-path", "/models/DeepSeek-V4-Flash"],
@@ -89,11 +71,9 @@ def router_defaults():
 
 
 def instance(raw=None, mode=None, **fields):
-    raw = dict(copy.deepcopy(raw or DECODE), **fields)
+    raw = raw or DECODE
     mode = mode or ("prefill" if raw is PREFILL or raw.get("name") == "prefill" else "decode")
-    (inst,), problems = normalize([raw], mode, "h")
-    assert problems == []
-    return inst
+    return normalized(raw, mode, "h", **fields)
 
 
 def flags(lines):

@@ -9,6 +9,7 @@ import copy
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import restart_plan as rp
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as su
+from serving_support import ROUTER, ROUTER_SETTINGS, SERVER_SETTINGS  # noqa: E402  pylint: disable=wrong-import-position
 
 INSTANCE = {"name": "decode-0", "mode": "decode", "unit": "sglang-decode-0.service", "host": "10.0.0.21", "port": 30002,
             "tp_size": 4, "gpus": [4, 5, 6, 7], "numa_node": 1, "dist_init_host": "127.0.0.1", "dist_init_port": 30435,
@@ -18,12 +19,9 @@ MODEL = {"model_path": "/models/m", "served_model_name": "m", "transfer_backend"
 
 
 def settings(venv="/opt/sglang/venv", version="0.5.23", **over):
-    base = {"launch_command": venv + "/bin/python -m sglang.launch_server", "numa_binding": "numactl",
-            "numactl_path": "/usr/bin/numactl", "enable_metrics": True, "user": "sglang", "group": "sglang",
-            "home": "/var/lib/sglang", "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 10,
-            "timeout_stop_sec": 180, "start_limit_interval_sec": 1200, "start_limit_burst": 3, "limit_nofile": 65536,
-            "hardening": {"NoNewPrivileges": True}, "env": {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
-            "fingerprint": {"sglang": version, "venv": venv, "model": "/models/m@abc"}}
+    base = dict(SERVER_SETTINGS, launch_command=venv + "/bin/python -m sglang.launch_server",
+                env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
+                fingerprint={"sglang": version, "venv": venv, "model": "/models/m@abc"})
     base.update(over)
     return base
 
@@ -73,12 +71,10 @@ def test_new_files_and_attributes():
 
 def test_router_secrets_never_appear():
     workers = {"prefill": [{"url": "http://p:1", "bootstrap_port": 8998}], "decode": [{"url": "http://d:1"}]}
-    router = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
-    base = {"launch_command": "/opt/sglang/router-venv/bin/python -m sglang_router.launch_router", "user": "sglang",
-            "group": "sglang", "config_dir": "/etc/sglang", "restart_sec": 5, "timeout_stop_sec": 30,
-            "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536, "hardening": {},
-            "api_key": "old-secret", "fingerprint": {"sglang_router": "0.3.2", "venv": "/opt/sglang/router-venv"},
-            "health_check_interval_secs": 60}
+    router = ROUTER
+    base = dict(ROUTER_SETTINGS, launch_command="/opt/sglang/router-venv/bin/python -m sglang_router.launch_router",
+                api_key="old-secret", fingerprint={"sglang_router": "0.3.2", "venv": "/opt/sglang/router-venv"},
+                health_check_interval_secs=60)
     a = su.router_unit(router, workers, base)
     b = su.router_unit(router, workers, dict(base, api_key="new-secret", health_check_interval_secs=2))
     reasons = rp.unit_reasons(a["unit_text"], b["unit_text"], a["env_text"], b["env_text"])

@@ -21,24 +21,11 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choi
     TRANSFER_BACKENDS,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, PREFILL, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import MODEL as REFERENCE_MODEL  # noqa: E402  pylint: disable=wrong-import-position
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "transfer_env": {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
-    "context_length": 8192,
-    "extra_args": [],
-    "env": {},
-}
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
+# The reference model with the environment keys the preflight checks.
+MODEL = dict(REFERENCE_MODEL, transfer_env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"}, env={})
 SERVER = {"numa_binding": "numactl", "numactl_path": "/usr/bin/numactl", "no_new_privileges": True, "home": "/var/lib/sglang",
           "min_free_gb": 10, "own_uids": [999]}
 # What the preflight reads on the reference host (fixtures/gpu/blackwell8x): GPUs 0-3 on node 0, 4-7 on node 1.

@@ -9,7 +9,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import os
 import re
 
@@ -18,9 +17,8 @@ import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 SERVER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang.launch_server"
@@ -92,26 +90,6 @@ def router_settings(**overrides):
     return settings
 
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "context_length": 8192,
-    "extra_args": [],
-}
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
-
-
-def instance(raw, mode, **fields):
-    (inst,), problems = normalize([dict(copy.deepcopy(raw), **fields)], mode, "blackwell")
-    assert problems == []
-    return inst
 
 
 # --- reading the files back as systemd does -------------------------------------------------------------
