@@ -101,3 +101,54 @@ def test_side_by_side_venvs_are_named_by_their_directory():
     unit_b, env_b = render(venv="/opt/sglang/venvs/sglang-0.5.24", version="0.5.24")
     assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == [
         "fingerprint sglang 0.5.23 -> 0.5.24", "fingerprint venv sglang-0.5.23 -> sglang-0.5.24 (in /opt/sglang/venvs)"]
+
+
+# --- a setting removed from a file is named like one added or changed ----------------------------------------
+
+def test_a_removed_env_variable_is_named():
+    unit_a, env_a = render(env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "UCX_NET_DEVICES": "mlx5_0:1"})
+    unit_b, env_b = render()
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["env UCX_NET_DEVICES"]
+    # the instance's own variable, and the GPU list when the instance loses its GPUs
+    unit_c, env_c = render(dict(INSTANCE, env={"SGLANG_SM120_MMA_FLASHMLA": "1"}))
+    assert rp.unit_reasons(unit_c, unit_a, env_c, env_a) == ["env UCX_NET_DEVICES, SGLANG_SM120_MMA_FLASHMLA"]
+    unit_d, env_d = render(dict(INSTANCE, gpus=[]))
+    assert rp.unit_reasons(unit_b, unit_d, env_b, env_d) == ["env CUDA_VISIBLE_DEVICES"]
+
+
+def test_a_removed_flag_is_named():
+    unit_a, env_a = render(dict(INSTANCE, extra_args=["--chunked-prefill-size", "8192"]))
+    unit_b, env_b = render()
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["unit --chunked-prefill-size"]
+    # the last flag of the line (its backslash moves to the line before)
+    unit_c, env_c = render(enable_metrics=False)
+    assert rp.unit_reasons(unit_b, unit_c, env_b, env_c) == ["unit --enable-metrics"]
+    # a flag of the model, from the middle of the line
+    unit_d = su.server_unit(INSTANCE, dict(MODEL, context_length=None), settings())["unit_text"]
+    assert rp.unit_reasons(unit_b, unit_d, env_b, env_b) == ["unit --context-length"]
+
+
+def test_a_removed_unit_key_is_named():
+    unit_a, env_a = render(hardening={"NoNewPrivileges": True, "ProtectHome": "read-only"})
+    unit_b, env_b = render()
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["unit ProtectHome"]
+
+
+def test_removed_settings_come_after_the_changed_ones():
+    unit_a, env_a = render(dict(INSTANCE, extra_args=["--chunked-prefill-size", "8192"]),
+                           hardening={"NoNewPrivileges": True, "ProtectHome": "read-only"},
+                           env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "UCX_NET_DEVICES": "mlx5_0:1"})
+    unit_b, env_b = render(dict(INSTANCE, mem_fraction_static=0.8), env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX",
+                                                                        "NCCL_DEBUG": "WARN"})
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == [
+        "unit --mem-fraction-static, --chunked-prefill-size, ProtectHome", "env NCCL_DEBUG, UCX_NET_DEVICES"]
+
+
+def test_changed_settings_of_bare_texts():
+    before = 'A="1"\nB="2"\nC="3"\n'
+    assert rp.changed_settings(before, 'A="1"\nC="3"\n') == ["B"]
+    assert rp.changed_settings(before, 'A="1"\nB="9"\n') == ["B", "C"]
+    assert rp.changed_settings(before, None) == ["A", "B", "C"]
+    assert rp.changed_settings(before, before) == []
+    # the fingerprint lines are the fingerprint's reasons, never a setting
+    assert rp.changed_settings('PDSERVE_SGLANG="0.5.23"\nA="1"\n', 'A="1"\n') == []
