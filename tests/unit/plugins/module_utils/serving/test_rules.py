@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The preflight's rules (module_utils/serving/rules.py) and problem reports (module_utils/problems.py): the model
-settings, and judge() of one host against observed data, rule by rule; what was not observed is not judged."""
+"""The preflight's rules (module_utils/serving/rules.py): the model settings, and judge() of one host against
+observed data, rule by rule; what was not observed is not judged."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,7 +12,6 @@ import copy
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import problems as P
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choices import (
     PARSER_PAIRS,
@@ -70,28 +69,6 @@ def listener(port, address="127.0.0.1", uid=0, owners=None):
     return {"address": address, "port": port, "uid": uid, "owners": owners if owners is not None else []}
 
 
-# --- problems.py -----------------------------------------------------------------------------------------
-
-def test_problem_line_and_report():
-    item = P.problem("gpu-1", "sglang_decode_instances[d].port", "is required", "give it a port")
-    assert item == {"host": "gpu-1", "variable": "sglang_decode_instances[d].port", "message": "is required", "fix": "give it a port"}
-    assert P.line(item) == "host gpu-1: sglang_decode_instances[d].port: is required; give it a port"
-    assert P.line(P.problem("h", None, "m", None)) == "host h: m"
-    assert P.report([item, P.problem("h", "v", "m", "f")]) == (
-        "preflight found 2 problem(s):\n- host gpu-1: sglang_decode_instances[d].port: is required; give it a port\n- host h: v: m; f")
-    assert P.report([], "the check").startswith("the check found 0 problem(s)")
-
-
-def test_unique_keeps_the_first_order():
-    a, b = P.problem("h", "v", "m", "f"), P.problem("h", "w", "m", "f")
-    assert P.unique([a, b, dict(a), b]) == [a, b]
-
-
-def test_suggest():
-    assert P.suggest("deepseekv4", REASONING_PARSERS) == " (did you mean 'deepseek-v4'?)"
-    assert P.suggest("zzzzzz", REASONING_PARSERS) == ""
-
-
 # --- model settings ----------------------------------------------------------------------------------------
 
 def test_the_reference_model_has_no_problem():
@@ -139,12 +116,6 @@ def test_an_unknown_tool_parser_is_not_also_a_pair_problem():
     problems = R.model_problems("h", dict(MODEL, tool_call_parser="deepseekv9"))
     assert [p["variable"] for p in problems] == ["sglang_model_tool_call_parser"]
     assert "is not a tool-call parser" in problems[0]["message"]
-
-
-def test_every_paired_parser_is_a_known_choice():
-    for reasoning, tools in PARSER_PAIRS.items():
-        assert reasoning in REASONING_PARSERS, reasoning
-        assert set(tools) <= set(TOOL_CALL_PARSERS), (reasoning, tools)
 
 
 @pytest.mark.parametrize("backend, hint", [("nccl", ""), ("mooncak", " (did you mean 'mooncake'?)")])
