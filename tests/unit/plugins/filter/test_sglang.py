@@ -21,7 +21,7 @@ from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wro
 
 SERVER_SETTINGS = {
     "launch_command": "/opt/sglang/venv/bin/python -m sglang.launch_server", "numa_binding": "numactl", "numactl_path": "/usr/bin/numactl",
-    "enable_metrics": True, "user": "sglang", "group": "sglang", "home": "/var/lib/sglang", "config_dir": "/etc/sglang",
+    "user": "sglang", "group": "sglang", "home": "/var/lib/sglang", "config_dir": "/etc/sglang",
     "unit_dir": "/etc/systemd/system", "restart_sec": 10, "timeout_stop_sec": 180, "start_limit_interval_sec": 1200,
     "start_limit_burst": 3, "limit_nofile": 65536, "hardening": {"NoNewPrivileges": True}, "env": {},
 }

@@ -19,7 +19,7 @@ MODEL = {"model_path": "/models/m", "served_model_name": "m", "transfer_backend"
 
 def settings(venv="/opt/sglang/venv", version="0.5.23", **over):
     base = {"launch_command": venv + "/bin/python -m sglang.launch_server", "numa_binding": "numactl",
-            "numactl_path": "/usr/bin/numactl", "enable_metrics": True, "user": "sglang", "group": "sglang",
+            "numactl_path": "/usr/bin/numactl", "user": "sglang", "group": "sglang",
             "home": "/var/lib/sglang", "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 10,
             "timeout_stop_sec": 180, "start_limit_interval_sec": 1200, "start_limit_burst": 3, "limit_nofile": 65536,
             "hardening": {"NoNewPrivileges": True}, "env": {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
