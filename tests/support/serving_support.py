@@ -6,6 +6,7 @@ and settings, written out once here instead of in every test file (copy them bef
 
 import copy
 import pathlib
+import re
 
 import yaml
 
@@ -52,7 +53,7 @@ WORKERS = {"prefill": [{"url": "http://127.0.0.1:30000", "bootstrap_port": 8998}
 # Server and router settings as the roles pass them (serving.units.server_unit / router_unit), literal.
 SERVER_SETTINGS = {
     "launch_command": "/opt/sglang/venv/bin/python -m sglang.launch_server", "numa_binding": "numactl",
-    "numactl_path": "/usr/bin/numactl", "enable_metrics": True, "user": "sglang", "group": "sglang",
+    "numactl_path": "/usr/bin/numactl", "user": "sglang", "group": "sglang",
     "home": "/var/lib/sglang", "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 10,
     "timeout_stop_sec": 180, "start_limit_interval_sec": 1200, "start_limit_burst": 3, "limit_nofile": 65536,
     "hardening": {"NoNewPrivileges": True}, "env": {},
@@ -86,3 +87,17 @@ def instance(raw, mode, inventory_host="blackwell", **fields):
     (inst,), problems = normalize([dict(copy.deepcopy(raw), **fields)], mode, inventory_host)
     assert problems == [], problems
     return inst
+_NAME_ONLY = re.compile(r"^\{\{ *([a-z_][a-z0-9_]*) *\}\}$")
+
+
+def role_defaults(role):
+    """A role's defaults with the shared ones, as the role sees them: a value that only names another
+    ("{{ sglang_service_user }}") is that value, so the tests never restate a default."""
+    with open(ROOT / "roles" / role / "defaults" / "main.yml", encoding="utf-8") as handle:
+        values = dict(shared_defaults(), **(yaml.safe_load(handle) or {}))
+    for _round in range(5):
+        for name, value in values.items():
+            match = _NAME_ONLY.match(value) if isinstance(value, str) else None
+            if match and match.group(1) in values:
+                values[name] = values[match.group(1)]
+    return values

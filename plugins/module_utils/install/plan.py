@@ -24,6 +24,10 @@ PREFIX = "sglang_install_"
 BUILD_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NETWORK_URL_RE = re.compile(r"^(https?|git|ssh)://")
 NIXL_SOURCES = ("auto", "pypi", "source", "none")
+# What a venv is for: the model servers' (everything the settings say) or the router's (sglang-router alone).
+PROFILES = ("servers", "router")
+# The router's venv holds sglang-router and its few dependencies: a few hundred MB.
+ROUTER_MIN_FREE_GB = 1
 # Issue in which SGLang's maintainers trace NIXL_ERR_BACKEND to the pip NIXL's bundled UCX.
 UCX_CONFLICT_REF = "NIXL_ERR_BACKEND, sgl-project/sglang#5709"
 
@@ -35,6 +39,24 @@ def _version_tuple(text):
         return tuple(int(part) for part in parts)
     except ValueError:
         return None
+
+
+def profile(settings, name, router_venv, router_version):
+    """The settings an install profile installs with (``profile`` added).
+
+    ``servers``: the settings as they are (the model servers' venv). ``router``: sglang-router ``router_version`` alone
+    into ``router_venv``: no SGLang, torch, NIXL, extra packages, kernel builds, model or chat template, and a small
+    free-space minimum for the venv. The other settings (user, interpreter, package sources) stay as they are.
+    """
+    if name not in PROFILES:
+        raise ValueError("sglang_install_profile: %r is not one of %s" % (name, ", ".join(PROFILES)))
+    s = dict(settings or {})
+    if name == "router":
+        s.update(venv=router_venv, router_version=router_version, source="none", torch_packages=[], nixl_source="none",
+                 extra_packages=[], kernel_builds=[], model_source="none", chat_template_source="none",
+                 min_free_gb_venv=ROUTER_MIN_FREE_GB)
+    s["profile"] = name
+    return s
 
 
 def nixl_mode(nixl_source: str, ucx_present: bool) -> str:

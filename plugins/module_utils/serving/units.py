@@ -94,14 +94,15 @@ def render_env(marker: str, comment: str, variables: Iterable[Tuple[str, Any]]) 
 def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
     """Unit and env file of one model server instance.
 
-    ``settings``: launch_command, numa_binding, numactl_path, enable_metrics, user, group, home,
+    ``instance``: a normalized instance of the topology (its ``metrics`` says whether it serves /metrics).
+    ``settings``: launch_command, numa_binding, numactl_path, user, group, home,
     config_dir, unit_dir, restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
     limit_nofile, hardening (dict), env (dict: transfer + model environment), fingerprint (dict: sglang, venv,
     model; written first into the env file).
     Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines}.
     """
     launch = str(settings["launch_command"]).split()
-    lines = server_args(instance, model, settings.get("numa_binding", "numactl"), settings.get("enable_metrics", True))
+    lines = server_args(instance, model, settings.get("numa_binding", "numactl"), instance.get("metrics", True))
     numactl = settings.get("numa_binding", "numactl") == "numactl" and instance.get("numa_node") is not None
     if numactl:
         first = [settings["numactl_path"], "--cpunodebind=%s" % instance["numa_node"], "--membind=%s" % instance["numa_node"]]

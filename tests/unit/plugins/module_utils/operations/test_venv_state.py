@@ -98,7 +98,24 @@ def test_instances_on_different_venvs_or_without_fingerprint(tmp_path):
 
 def test_venv_names():
     assert vs.venv_name("0.5.24") == "sglang-0.5.24"
+    assert vs.venv_name("0.5.24", "pypi", "v0.5.23") == "sglang-0.5.24"
     assert vs.venv_name(None, "git", "refs/heads/my patch") == "sglang-git-refs-heads-my-patch"
+    assert vs.venv_name("0.5.24", "git", "v0.5.24") == "sglang-git-v0.5.24"
+    # A git source without a ref, and characters a directory name should not hold.
+    assert vs.venv_name("0.5.24", "git") == "sglang-git-head"
+    assert vs.venv_name("0.5.24rc1/local") == "sglang-0.5.24rc1-local"
+
+
+@pytest.mark.parametrize("source,version,git_version,label", [
+    ("pypi", "0.5.23", "v0.5.23", "0.5.23"),
+    ("pypi", "0.5.24", None, "0.5.24"),
+    ("git", "0.5.23", "v0.5.24", "git v0.5.24"),
+    ("git", "0.5.23", "refs/heads/my-patch", "git refs/heads/my-patch"),
+    ("none", "0.5.23", "v0.5.23", ""),
+])
+def test_release_label(source, version, git_version, label):
+    """What a unit's fingerprint says it runs (sglang_defaults_release): the version, "git <ref>", or nothing."""
+    assert vs.release_label(source, version, git_version) == label
 
 
 def test_an_interrupted_upgrade_can_be_finished(tmp_path):

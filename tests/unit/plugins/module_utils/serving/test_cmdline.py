@@ -17,7 +17,7 @@ import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import cmdline as C
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import DECODE, MODEL, PREFILL, ROUTER, TOPOLOGY_DEFAULTS, WORKERS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, MODEL, PREFILL, ROUTER, TOPOLOGY_DEFAULTS, WORKERS, role_defaults  # noqa: E402  pylint: disable=wrong-import-position
 from serving_support import instance as normalized  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
@@ -65,7 +65,7 @@ def load(*parts):
 
 def router_defaults():
     """The router settings of roles/sglang_router/defaults/main.yml, as roles/sglang_router/vars/main.yml passes them."""
-    defaults = load("roles", "sglang_router", "defaults", "main.yml")
+    defaults = role_defaults("sglang_router")
     settings = dict((key, defaults["sglang_router_" + key]) for key, _flag in C.ROUTER_FLAGS + C.ROUTER_SWITCHES)
     settings["extra_args"] = defaults["sglang_router_extra_args"]
     return settings

@@ -121,7 +121,7 @@ def test_a_removed_flag_is_named():
     unit_b, env_b = render()
     assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["unit --chunked-prefill-size"]
     # the last flag of the line (its backslash moves to the line before)
-    unit_c, env_c = render(enable_metrics=False)
+    unit_c, env_c = render(dict(INSTANCE, metrics=False))
     assert rp.unit_reasons(unit_b, unit_c, env_b, env_c) == ["unit --enable-metrics"]
     # a flag of the model, from the middle of the line
     unit_d = su.server_unit(INSTANCE, dict(MODEL, context_length=None), settings())["unit_text"]

@@ -18,7 +18,7 @@ import yaml
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance, role_defaults  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 SERVER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang.launch_server"
@@ -34,12 +34,11 @@ def load(*parts):
 
 def server_settings(**overrides):
     """The settings roles/sglang_server/vars/main.yml passes, from the role defaults."""
-    d = load("roles", "sglang_server", "defaults", "main.yml")
+    d = role_defaults("sglang_server")
     settings = {
         "launch_command": SERVER_LAUNCH,
         "numa_binding": d["sglang_server_numa_binding"],
         "numactl_path": d["sglang_server_numactl_path"],
-        "enable_metrics": d["sglang_server_enable_metrics"],
         "user": d["sglang_server_user"],
         "group": d["sglang_server_group"],
         "home": d["sglang_server_home"],
@@ -59,7 +58,7 @@ def server_settings(**overrides):
 
 def router_settings(**overrides):
     """The settings roles/sglang_router/vars/main.yml passes, from the role defaults."""
-    d = load("roles", "sglang_router", "defaults", "main.yml")
+    d = role_defaults("sglang_router")
     settings = {
         "launch_command": ROUTER_LAUNCH,
         "user": d["sglang_router_user"],
@@ -360,7 +359,8 @@ def test_server_unit_numactl_path_and_launch_command_of_the_local_inventory():
 
 
 def test_server_unit_metrics_off():
-    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(enable_metrics=False))
+    # The topology says whether an instance serves /metrics (its host's sglang_server_enable_metrics).
+    unit = U.server_unit(dict(instance(DECODE, "decode"), metrics=False), MODEL, server_settings())
     assert "--enable-metrics" not in exec_words(unit["unit_text"])
     assert "--enable-metrics" not in argv(unit["argv_lines"])
 
