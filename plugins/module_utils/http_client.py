@@ -133,10 +133,11 @@ class HttpClient(object):
     def request(self, method: str, url: str, payload: Any = None, headers: Optional[Dict[str, str]] = None,
                 timeout: Optional[float] = None) -> "HttpResult":
         """Send one request and read the whole body."""
-        req = self._request(method, url, payload, headers)
         started = time.monotonic()
         timeout = self.timeout if timeout is None else timeout
         try:
+            # Inside the try: a URL urllib cannot parse is a result with its error, like any other failure.
+            req = self._request(method, url, payload, headers)
             resp = self._opener.open(req, timeout=timeout)
             try:
                 body = resp.read()
@@ -168,11 +169,11 @@ class HttpClient(object):
         are JSON), whether ``[DONE]`` arrived, and the status/headers. A non-2xx answer is
         read as a plain body.
         """
-        req = self._request('POST', url, payload, stream=True)
         started = time.monotonic()
         timeout = self.timeout if timeout is None else timeout
         result = SseResult('POST', url)
         try:
+            req = self._request('POST', url, payload, stream=True)
             resp = self._opener.open(req, timeout=timeout)
         except HTTPError as exc:
             try:

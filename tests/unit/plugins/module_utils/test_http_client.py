@@ -162,8 +162,6 @@ def test_a_timeout_is_data(server):
     assert result.status is None and result.error == "timed out"
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="http_client bug: the Request is built before the try, so "
-                   "a URL without a scheme raises ValueError instead of returning a result with the error")
 def test_a_bad_url_is_data():
     result = H.HttpClient(timeout=1).get("not a url")
     assert result.status is None and result.error
