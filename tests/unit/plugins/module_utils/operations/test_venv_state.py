@@ -76,7 +76,7 @@ def test_prunable_and_disk(tmp_path):
     decided = vs.judge("gpu", seen, os.path.join(root, "sglang-0.5.24"), min_free_gb=10 ** 9)
     assert decided["prunable"] == [os.path.join(root, "sglang-0.5.21"), os.path.join(root, "sglang-0.5.22")]
     (problem,) = decided["problems"]
-    assert problem["variable"] == "sglang_upgrade_min_free_gb" and "about 11 GB" in problem["message"]
+    assert problem["variable"] == "sglang_operations_upgrade_min_free_gb" and "about 11 GB" in problem["message"]
     # An existing target needs no space.
     make_venv(os.path.join(root, "sglang-0.5.24"), "0.5.24")
     seen = vs.observe(instances, root, units, target=os.path.join(root, "sglang-0.5.24"))
