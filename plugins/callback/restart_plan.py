@@ -9,7 +9,7 @@ DOCUMENTATION = r'''
 name: restart_plan
 type: aggregate
 short_description: End the run with one line per unit that restarted, or would restart in check mode, and why
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Collects the C(restarts) that the collection's modules return (M(pdserve.sglang.managed_files) for units whose
     unit or environment file changed, M(pdserve.sglang.server_restart) for rolling restarts and upgrades) and prints

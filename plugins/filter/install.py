@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan
+from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan, profile
 
 
 def install_plan(facts, host, settings):
@@ -20,8 +20,18 @@ def install_plan(facts, host, settings):
     return plan(str(host), dict(settings), dict(facts or {}))
 
 
+def install_profile(settings, name, router_venv, router_version):
+    """The role's settings with an install profile applied (see install_profile.yml)."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError("install_profile: input must be a mapping of settings, got %r" % (settings,))
+    try:
+        return profile(dict(settings), str(name), str(router_venv), str(router_version))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule(object):
     """pdserve.sglang filters of the install layer."""
 
     def filters(self):
-        return {"install_plan": install_plan}
+        return {"install_plan": install_plan, "install_profile": install_profile}

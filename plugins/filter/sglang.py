@@ -91,7 +91,8 @@ def unit_services(units):
     return [{"unit": u["unit"], "unit_path": u["unit_path"], "env_file": u["env_file"]} for u in units]
 
 
-def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False, variable="sglang_roll"):
+def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False,
+              variable="sglang_operations_roll"):
     """Workers of a rolling restart or upgrade, ordered, with problems (see serving_roll.roll_plan)."""
     return serving_roll.roll_plan(topology, hosts or [], instances or [], order, bool(plain_restart), variable)
 

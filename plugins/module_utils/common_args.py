@@ -7,10 +7,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from typing import Any, Dict, Optional
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
 
 
-def http_argument_spec():
+def http_argument_spec() -> Dict[str, Dict[str, Any]]:
     """Options every module that talks to SGLang or the router takes."""
     return dict(
         api_key=dict(type='str', no_log=True),
@@ -19,7 +21,7 @@ def http_argument_spec():
     )
 
 
-def client_from_params(params, timeout=None):
+def client_from_params(params: Dict[str, Any], timeout: Optional[float] = None) -> HttpClient:
     """An HttpClient from the shared options."""
     return HttpClient(
         api_key=params.get('api_key'),

@@ -21,6 +21,7 @@ import json
 import socket
 import ssl
 import time
+from typing import Any, Dict, Optional, Union
 
 from http.client import HTTPException
 from urllib.error import HTTPError, URLError
@@ -30,7 +31,7 @@ USER_AGENT = 'pdserve.sglang'
 EXCERPT_CHARS = 300
 
 
-def excerpt(text, limit=EXCERPT_CHARS):
+def excerpt(text: Union[str, bytes, None], limit: int = EXCERPT_CHARS) -> str:
     """One-line excerpt of a text, for messages."""
     if text is None:
         return ''
@@ -42,12 +43,12 @@ def excerpt(text, limit=EXCERPT_CHARS):
     return text
 
 
-def join_url(base, path):
+def join_url(base: str, path: str) -> str:
     """Join a base URL (with or without a trailing slash) and an absolute path."""
     return base.rstrip('/') + '/' + path.lstrip('/')
 
 
-def describe_exception(exc):
+def describe_exception(exc: BaseException) -> str:
     """Short human description of a connection-level failure."""
     reason = getattr(exc, 'reason', exc)
     if isinstance(reason, (socket.timeout,)) or 'timed out' in str(reason):
@@ -77,21 +78,21 @@ class HttpResult(object):
         self.seconds = seconds
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.status is not None and 200 <= self.status < 300
 
     @property
-    def text(self):
+    def text(self) -> str:
         return self.body.decode('utf-8', 'replace')
 
-    def json(self):
+    def json(self) -> Any:
         """Decoded JSON body, or None when the body is not JSON."""
         try:
             return json.loads(self.text)
         except ValueError:
             return None
 
-    def summary(self, path=None):
+    def summary(self, path: Optional[str] = None) -> str:
         """'GET /health -> 503 body...' or 'GET /health -> connection refused'."""
         where = path or self.url
         if self.status is None:
@@ -129,12 +130,14 @@ class HttpClient(object):
         all_headers.update(headers or {})
         return Request(url, data=data, headers=all_headers, method=method)
 
-    def request(self, method, url, payload=None, headers=None, timeout=None):
+    def request(self, method: str, url: str, payload: Any = None, headers: Optional[Dict[str, str]] = None,
+                timeout: Optional[float] = None) -> "HttpResult":
         """Send one request and read the whole body."""
-        req = self._request(method, url, payload, headers)
         started = time.monotonic()
         timeout = self.timeout if timeout is None else timeout
         try:
+            # Inside the try: a URL urllib cannot parse is a result with its error, like any other failure.
+            req = self._request(method, url, payload, headers)
             resp = self._opener.open(req, timeout=timeout)
             try:
                 body = resp.read()
@@ -153,24 +156,24 @@ class HttpClient(object):
             return HttpResult(method, url, None, error=describe_exception(exc),
                               seconds=time.monotonic() - started)
 
-    def get(self, url, timeout=None):
+    def get(self, url: str, timeout: Optional[float] = None) -> "HttpResult":
         return self.request('GET', url, timeout=timeout)
 
-    def post_json(self, url, payload, timeout=None):
+    def post_json(self, url: str, payload: Any, timeout: Optional[float] = None) -> "HttpResult":
         return self.request('POST', url, payload=payload, timeout=timeout)
 
-    def stream_sse(self, url, payload, timeout=None):
+    def stream_sse(self, url: str, payload: Any, timeout: Optional[float] = None) -> "SseResult":
         """POST and read a server-sent event stream.
 
         Returns an ``SseResult``: the ``data:`` payloads in order (JSON-decoded where they
         are JSON), whether ``[DONE]`` arrived, and the status/headers. A non-2xx answer is
         read as a plain body.
         """
-        req = self._request('POST', url, payload, stream=True)
         started = time.monotonic()
         timeout = self.timeout if timeout is None else timeout
         result = SseResult('POST', url)
         try:
+            req = self._request('POST', url, payload, stream=True)
             resp = self._opener.open(req, timeout=timeout)
         except HTTPError as exc:
             try:
@@ -224,7 +227,7 @@ class SseResult(HttpResult):
         self.raw_events = []
         self.done = False
 
-    def add_event(self, data):
+    def add_event(self, data: str) -> None:
         self.raw_events.append(data)
         if data.strip() == '[DONE]':
             self.done = True

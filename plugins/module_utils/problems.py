@@ -13,16 +13,17 @@ __metaclass__ = type
 
 import difflib
 import re
+from typing import Any, Dict, Iterable, List, Optional
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def problem(host, variable, message, fix):
+def problem(host: Any, variable: Optional[str], message: str, fix: Optional[str]) -> Dict[str, Any]:
     """One problem. ``variable`` names what to change (``sglang_decode_instances[decode].port``)."""
     return {"host": host, "variable": variable, "message": message, "fix": fix}
 
 
-def env_problems(host, variable, env):
+def env_problems(host: Any, variable: str, env: Dict[Any, Any]) -> List[Dict[str, Any]]:
     """Problems of an environment mapping that is already a dict: names systemd and the shell accept, and
     values that fit one line of an environment file (a newline or NUL cannot be written there as such)."""
     problems = []
@@ -37,7 +38,7 @@ def env_problems(host, variable, env):
     return problems
 
 
-def line(item):
+def line(item: Dict[str, Any]) -> str:
     """One readable line: ``host H: VARIABLE: message; fix``."""
     text = "host %s: " % item.get("host")
     if item.get("variable"):
@@ -48,13 +49,13 @@ def line(item):
     return text
 
 
-def report(items, what="preflight"):
+def report(items: List[Dict[str, Any]], what: str = "preflight") -> str:
     """The failure message for a list of problems: a count, then one line each."""
     lines = [line(item) for item in items]
     return "%s found %d problem(s):\n- %s" % (what, len(lines), "\n- ".join(lines))
 
 
-def unique(items):
+def unique(items: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The problems without repeats, in their first order."""
     seen = set()
     result = []
@@ -66,7 +67,7 @@ def unique(items):
     return result
 
 
-def suggest(name, choices):
+def suggest(name: Any, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
     close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.6)
     return " (did you mean %r?)" % close[0] if close else ""

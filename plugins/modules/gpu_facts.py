@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: gpu_facts
 short_description: Discover NVIDIA GPUs, driver and CUDA versions, and NUMA placement
-version_added: 0.1.0
+version_added: 0.4.0
 description:
   - Reads C(nvidia-smi --query-gpu) and C(nvidia-smi -q -x) and the kernel's sysfs to describe the
     NVIDIA GPUs of a host (index, UUID, name, compute capability, memory, PCI bus id, the NUMA node

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: inputs_record
 short_description: Run a step only when its inputs changed, by comparing them with a JSON record
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Compares a dict of inputs (source commit, build flags, versions, ...) with the JSON record written after the
     step last succeeded, and returns which keys differ. A task runs the step when RV(differs) is not empty.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: install_facts
 short_description: What installing SGLang needs to know about a host, in one round trip
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Reads, in one call, what the C(pdserve.sglang.sglang_install) role decides and judges with - the version of the
     interpreter the venv is made from and whether it has the C(venv) module, the C library, the machine, a system

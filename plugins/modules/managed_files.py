@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: managed_files
 short_description: Write a set of small text files in one round trip and prune the ones no longer wanted
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Writes every file of O(files) whose content, owner, group or mode differs, atomically, and returns which
     changed, so a handler can restart exactly the services whose unit or environment file changed.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: monitoring_preflight
 short_description: Judge one host's part of the monitoring layout in one round trip, changing nothing
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Refuses a layout Prometheus cannot scrape, before anything is installed. On a monitoring host it judges every
     endpoint that host's Prometheus would scrape, as the serving topology describes them; a prefill or decode server

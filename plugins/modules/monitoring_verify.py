@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: monitoring_verify
 short_description: Wait until a Prometheus is ready, scrapes every expected target and evaluates every rule
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Probes a Prometheus (C(/-/ready), C(/api/v1/targets), C(/api/v1/rules), C(/api/v1/query)) until it is ready,
     every expected target is C(up), every rule is healthy (C(ok)) and no series is stored under an C(sglang_) name,

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_driver_facts
 short_description: Read a host's NVIDIA driver state and derive the driver role's verdicts, in one call
-version_added: 0.1.0
+version_added: 0.4.0
 description:
   - Reads, without changing anything, what decides how the NVIDIA driver is installed on a host, in one
     round trip.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_driver_verify
 short_description: Check that the NVIDIA driver on a host is the one the inventory expects, GPU by GPU
-version_added: 0.1.0
+version_added: 0.4.0
 description:
   - Reads the host once (C(nvidia-smi) through the same discovery as M(pdserve.sglang.gpu_facts), sysfs,
     C(/proc/driver/nvidia/version), dpkg and the kernel log through the same reader as

@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: router_worker
 short_description: Take a prefill or decode worker out of an SGLang PD router, or put it back healthy
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Drives the worker API of C(sglang-router) 0.3.2 for one worker, the way a rolling restart needs it.
   - V(absent) looks the worker's id up by URL right before C(DELETE /workers/{id}) (ids change with every

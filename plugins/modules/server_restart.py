@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: server_restart
 short_description: Restart one SGLang model server unit and wait until it serves again, timed
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Runs C(systemctl restart) on the unit (after C(systemctl daemon-reload) when O(daemon_reload=true)) and waits
     until the server answers C(GET /health) with 200 and generates (C(/health_generate) for a prefill or decode

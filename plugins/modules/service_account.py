@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: service_account
 short_description: The system user, group and configuration directory of the serving processes, in one round trip
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Makes sure the system group, the system user (no login shell, its home created), the supplementary groups that
     exist on the host (for example the groups of the GPU device nodes) and the configuration directory

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: serving_preflight
 short_description: Judge one host's part of an SGLang PD serving inventory, in one round trip, changing nothing
-version_added: 0.2.0
+version_added: 0.4.0
 description:
   - Reads in one pass what the checks need from the host (GPUs and NUMA nodes as M(pdserve.sglang.gpu_facts)
     reads them, listening TCP sockets with the systemd units that own them, whether each bind address belongs

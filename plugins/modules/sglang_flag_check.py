@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: sglang_flag_check
 short_description: Ask the installed SGLang's (or router's) own argument parser whether command lines are valid
-version_added: 0.1.0
+version_added: 0.4.0
 description:
   - Runs the Python interpreter of the SGLang virtual environment once, builds the parser exactly as
     C(sglang.launch_server) does (C(sglang.srt.server_args.ServerArgs.add_cli_args) on an C(argparse) parser,

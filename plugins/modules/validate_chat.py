@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: validate_chat
 short_description: Prove that an SGLang endpoint answers, thinks and calls tools correctly
-version_added: 0.1.0
+version_added: 0.4.0
 description:
   - Sends real chat completions to a router (or a plain server) and checks what comes back,
     non-streaming and streaming. Each check returns passed, seconds, a short evidence of the answer

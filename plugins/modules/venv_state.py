@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: venv_state
 short_description: Read which venv and SGLang version each model server runs, and judge an upgrade's preflight
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - In one round trip, reads the C(PDSERVE_*) fingerprint lines of each instance's env file (venv, SGLang version,
     model), the versioned venvs under O(venv_root) with the SGLang version installed in each, the C(current) and

@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: wait_ready
 short_description: Wait until SGLang model servers and PD routers really serve
-version_added: 0.1.0
+version_added: 0.4.0
 description:
   - Waits for several SGLang endpoints at once (one thread each) and returns, per endpoint,
     whether and after how many seconds it became ready.

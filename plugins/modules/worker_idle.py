@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: worker_idle
 short_description: Wait until an SGLang server holds no request, from its own metrics
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Scrapes the server's C(/metrics) (it needs C(--enable-metrics)) until its running, waiting and PD-queue gauges
     (C(sglang:num_running_reqs), C(sglang:num_queue_reqs), C(sglang:num_prefill_bootstrap_queue_reqs),

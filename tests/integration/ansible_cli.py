@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Run one pdserve.sglang module for integration tests: through the real `ansible` command, or its
-main() in-process with the arguments Ansible would pass."""
+"""Run one pdserve.sglang module for integration tests through the real `ansible` command (in-process runs:
+tests/support/module_runner.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -10,11 +10,6 @@ import json
 import os
 import subprocess
 import sys
-
-import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BIN = os.path.dirname(sys.executable)
@@ -43,26 +38,3 @@ def run_ansible(module, args):
     result = json.loads(out[start + 4:])
     result['_state'] = out[marker + len('localhost | '):start].strip()
     return proc.returncode, result
-
-
-class ModuleExit(Exception):
-    """Raised by the patched exit_json/fail_json: args are (result dict, failed)."""
-
-
-def run_main(main, args, monkeypatch):
-    """A module's main() in-process, exit_json/fail_json patched; returns (result, failed).
-
-    The result is what the module passed, nothing added (fail_json does not set failed=True).
-    """
-    def exit_json(self, **kwargs):
-        raise ModuleExit(kwargs, False)
-
-    def fail_json(self, **kwargs):
-        raise ModuleExit(kwargs, True)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    with patch_module_args(args):
-        with pytest.raises(ModuleExit) as exc:
-            main()
-    return exc.value.args

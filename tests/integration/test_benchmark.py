@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""playbooks/files/pdserve_bench.py through the real router in front of the emulator: the plumbing (streaming and
-not, usage-based token counts, JSON and CSV), nothing about speed. The table is printed."""
+"""roles/sglang_operations/files/pdserve_bench.py through the real router in front of the emulator: the plumbing
+(streaming and not, usage-based token counts, JSON and CSV), nothing about speed. The table is printed."""
 import csv
 import json
 import os
@@ -13,7 +13,7 @@ import pytest
 import stack
 
 pytestmark = pytest.mark.integration
-BENCH = os.path.join(stack.REPO, "playbooks", "files", "pdserve_bench.py")
+BENCH = os.path.join(stack.REPO, "roles", "sglang_operations", "files", "pdserve_bench.py")
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -85,7 +85,8 @@ class LocalStack(object):
             "sglang_router_host": "127.0.0.1", "sglang_router_port": self.router.port,
             "sglang_router_prometheus_port": self.router.prometheus_port, "sglang_router_api_key": KEY,
             "sglang_model_served_name": stack.MODEL, "sglang_router_wait_timeout": 60, "sglang_server_wait_timeout": 60,
-            "sglang_roll_router_timeout": 30, "sglang_roll_drain_timeout": 30,
+            "sglang_operations_roll_router_timeout": 30, "sglang_operations_roll_drain_timeout": 30,
+            "sglang_operations_roll_ready_timeout": 60,
         }
         groups = dict((g, {"hosts": {"pdserve-roll": None}}) for g in ("sglang_prefill", "sglang_decode", "sglang_router"))
         with open(self.inventory, "w") as handle:
@@ -141,10 +142,11 @@ def test_rolling_restart_of_2p2d_under_load(local_stack):
 def test_a_single_worker_is_refused_then_restarted_in_place_on_request(local_stack):
     pd = local_stack(prefill=1, decode=2)
     before = pd.pids()
-    rc, out = pd.playbook("rolling_restart.yml", "-e", '{"sglang_roll_instances": ["prefill-0"]}')
+    rc, out = pd.playbook("rolling_restart.yml", "-e", '{"sglang_operations_roll_instances": ["prefill-0"]}')
     assert rc != 0 and "prefill-0 is the only prefill worker" in out, out[-4000:]
     assert pd.pids() == before
-    rc, out = pd.playbook("rolling_restart.yml", "-e", '{"sglang_roll_instances": ["prefill-0"], "sglang_roll_plain_restart": true}')
+    rc, out = pd.playbook("rolling_restart.yml", "-e", '{"sglang_operations_roll_instances": ["prefill-0"], '
+                                                       '"sglang_operations_roll_plain_restart": true}')
     assert rc == 0, out[-8000:]
     assert "restarted in place" in out and "expect an outage of about" in out
     assert pd.pids()["sglang-prefill-0.service"] != before["sglang-prefill-0.service"]
@@ -232,6 +234,8 @@ class UnitStack(LocalStack):
             "sglang_venv": self.venvs["90.0.1"], "sglang_install_version": "90.0.1", "sglang_venv_root": self.root,
             "sglang_install_enabled": False, "sglang_server_unit_dir": self.units_dir,
             "sglang_server_config_dir": self.conf, "sglang_server_user": "root", "sglang_server_group": "root",
+            # Where the operations read the units and env files: the shared directories (pdserve.sglang.sglang_defaults).
+            "sglang_unit_dir": self.units_dir, "sglang_config_dir": self.conf,
             "sglang_model_path": "/models/m", "sglang_model_reasoning_parser": "deepseek-v4",
             "sglang_model_tool_call_parser": "deepseekv4", "sglang_server_numa_binding": "none",
             "sglang_server_extra_args": ["--log-level", "warning"],

@@ -21,16 +21,17 @@ from ansible_collections.pdserve.sglang.plugins.modules import validate_chat
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_cli import run_ansible, run_main  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_cli import run_ansible  # noqa: E402  pylint: disable=wrong-import-position
+import module_runner  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 
 ALL = ['basic', 'thinking', 'tools', 'basic_stream', 'thinking_stream', 'tools_stream']
 
 
-def run_module(args, monkeypatch):
+def run_module(args):
     """validate_chat's main() in-process; returns (result, failed)."""
-    return run_main(validate_chat.main, args, monkeypatch)
+    return module_runner.run_module(validate_chat.main, args)
 
 
 # ---- scenarios: (stack kwargs, checks that must fail, cause they must name) --------------------
@@ -126,7 +127,7 @@ def test_misconfigured_decode_fails_through_ansible(stacks):
 
 @pytest.mark.parametrize('stream', [False, True], ids=['plain', 'stream'])
 @pytest.mark.parametrize('scenario', sorted(SCENARIOS))
-def test_misconfiguration_fails_with_cause(stacks, monkeypatch, scenario, stream):
+def test_misconfiguration_fails_with_cause(stacks, scenario, stream):
     _kwargs, target, cause = SCENARIOS[scenario]
     pd = stacks(scenario)
     if target == 'all':
@@ -135,7 +136,7 @@ def test_misconfiguration_fails_with_cause(stacks, monkeypatch, scenario, stream
         checks = ['basic', target + ('_stream' if stream else '')]
         if stream:
             checks[0] = 'basic_stream'
-    result, failed = run_module({'url': pd.router_url, 'checks': checks, 'timeout': 60}, monkeypatch)
+    result, failed = run_module({'url': pd.router_url, 'checks': checks, 'timeout': 60})
     assert failed
     expected_failures = checks if target == 'all' else checks[1:]
     assert result['failed_checks'] == expected_failures
@@ -148,17 +149,17 @@ def test_misconfiguration_fails_with_cause(stacks, monkeypatch, scenario, stream
 
 
 @pytest.mark.parametrize('stream', [False, True], ids=['plain', 'stream'])
-def test_router_without_healthy_decode_worker(stacks, monkeypatch, stream):
+def test_router_without_healthy_decode_worker(stacks, stream):
     pd = stacks('no_decode')
     checks = ['basic_stream', 'tools_stream'] if stream else ['basic', 'tools']
-    result, failed = run_module({'url': pd.router_url, 'checks': checks, 'timeout': 60}, monkeypatch)
+    result, failed = run_module({'url': pd.router_url, 'checks': checks, 'timeout': 60})
     assert failed
     for name in checks:
         assert result['report'][name]['cause'].startswith('router has no healthy decode worker'), result['report'][name]
     assert 'router has no healthy decode worker' in result['msg']
 
 
-def test_router_that_never_registered_a_decode_worker(pd_stack, monkeypatch):
+def test_router_that_never_registered_a_decode_worker(pd_stack):
     # the decode server never turns healthy, so the router gives up registering it
     pd = pd_stack(decode_env={'SGLANG_EMULATOR_NEVER_READY': '1'},
                   router_args=('--worker-startup-timeout-secs', '2'), start=False)
@@ -169,7 +170,6 @@ def test_router_that_never_registered_a_decode_worker(pd_stack, monkeypatch):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and pd.router.workers() is None:
         time.sleep(0.2)
-    result, failed = run_module({'url': pd.router_url, 'checks': ['basic'], 'model': pd.model, 'timeout': 30},
-                                monkeypatch)
+    result, failed = run_module({'url': pd.router_url, 'checks': ['basic'], 'model': pd.model, 'timeout': 30})
     assert failed
     assert result['report']['basic']['cause'].startswith('router has no healthy decode worker')

@@ -16,6 +16,7 @@ __metaclass__ = type
 import csv
 import os
 import re
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 # nvidia-smi's XML is produced locally by the NVIDIA driver on the managed host and read back by
 # this module on that same host: it is trusted input, not data from the network. The stdlib
@@ -95,7 +96,7 @@ def _clean(value):
     return value
 
 
-def parse_query_gpu_csv(text, fields=None):
+def parse_query_gpu_csv(text: Optional[str], fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """Parse ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`` output.
 
     With ``fields`` None the first line is taken as the header (``--format=csv``), units in it
@@ -137,7 +138,7 @@ def parse_query_gpu_csv(text, fields=None):
     return rows
 
 
-def parse_compute_capability(value):
+def parse_compute_capability(value: Any) -> Optional[Tuple[int, int]]:
     """``"9.0"`` -> ``(9, 0)``; ``"12.0"`` -> ``(12, 0)``; None or unreadable -> None."""
     value = _clean(value)
     if value is None:
@@ -148,12 +149,12 @@ def parse_compute_capability(value):
     return int(match.group(1)), int(match.group(2))
 
 
-def sm_name(major, minor):
+def sm_name(major: int, minor: int) -> str:
     """The CUDA architecture name for a compute capability: (9, 0) -> ``sm_90``, (12, 0) -> ``sm_120``."""
     return "sm_%d%d" % (major, minor)
 
 
-def pci_sysfs_address(bus_id):
+def pci_sysfs_address(bus_id: str) -> str:
     """nvidia-smi's PCI bus id -> the name of its directory under /sys/bus/pci/devices.
 
     ``00000000:00:06.0`` -> ``0000:00:06.0``; ``00000000:9A:00.0`` -> ``0000:9a:00.0``.
@@ -166,7 +167,7 @@ def pci_sysfs_address(bus_id):
     return "%04x:%02x:%02x.%s" % (int(domain, 16), int(bus, 16), int(device, 16), function)
 
 
-def parse_numa_node(text):
+def parse_numa_node(text: Optional[str]) -> Optional[int]:
     """Content of a PCI device's ``numa_node`` file -> int, or None when unknown (-1 or missing)."""
     if text is None:
         return None
@@ -180,7 +181,7 @@ def parse_numa_node(text):
     return node if node >= 0 else None
 
 
-def parse_cpulist(text):
+def parse_cpulist(text: Optional[str]) -> List[int]:
     """A kernel CPU list (``0-3,8-11``, ``0-63,128-191``, ``5``, empty) -> sorted list of ints."""
     if text is None:
         return []
@@ -222,7 +223,7 @@ def _text(element, path):
     return _clean(found.text)
 
 
-def parse_nvidia_smi_xml(text):
+def parse_nvidia_smi_xml(text: str) -> Dict[str, Any]:
     """Parse ``nvidia-smi -q -x``: driver and CUDA (driver API) versions and per-GPU details."""
     try:
         root = ET.fromstring(text)
@@ -254,7 +255,7 @@ def parse_nvidia_smi_xml(text):
     }
 
 
-def parse_nvcc_version(text):
+def parse_nvcc_version(text: Optional[str]) -> Optional[Dict[str, str]]:
     """``nvcc --version`` -> ``{"version": "13.0", "full_version": "13.0.88"}``, or None."""
     match = _NVCC_RE.search(text or "")
     if not match:
@@ -272,7 +273,7 @@ def _int_or_none(value):
         raise GpuParseError("unreadable number %r" % value)
 
 
-def build_gpu_facts(query_rows, xml_info, sysfs):
+def build_gpu_facts(query_rows: List[Dict[str, Any]], xml_info: Optional[Dict[str, Any]], sysfs: "SysfsReader") -> List[Dict[str, Any]]:
     """Merge ``--query-gpu`` rows, ``-q -x`` details and sysfs into the per-GPU facts, by index.
 
     ``sysfs`` is anything with ``read(relative_path)`` returning the stripped file content or None.
@@ -320,7 +321,7 @@ def build_gpu_facts(query_rows, xml_info, sysfs):
     return gpus
 
 
-def read_numa_nodes(sysfs):
+def read_numa_nodes(sysfs: "SysfsReader") -> List[Dict[str, Any]]:
     """NUMA nodes from ``/sys/devices/system/node/node*/cpulist``: ``[{id, cpulist, cpus}]`` by id."""
     nodes = []
     for entry in sysfs.listdir("sys/devices/system/node"):
@@ -342,14 +343,14 @@ class SysfsReader(object):
     def _path(self, relative):
         return os.path.join(self.root, relative.lstrip("/"))
 
-    def read(self, relative):
+    def read(self, relative: str) -> Optional[str]:
         try:
             with open(self._path(relative), "r") as handle:
                 return handle.read().strip()
         except (IOError, OSError):
             return None
 
-    def listdir(self, relative):
+    def listdir(self, relative: str) -> List[str]:
         try:
             return sorted(os.listdir(self._path(relative)))
         except (IOError, OSError):
@@ -390,7 +391,7 @@ class GpuDiscovery(object):
             stderr=err,
         )
 
-    def query_gpus(self):
+    def query_gpus(self) -> List[Dict[str, Any]]:
         fields = list(QUERY_FIELDS)
         while True:
             cmd, rc, out, err = self._run(["--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
@@ -412,7 +413,7 @@ class GpuDiscovery(object):
             except GpuParseError as exc:
                 raise GpuDiscoveryError(str(exc), "failed", cmd=cmd, rc=rc, stdout=out, stderr=err)
 
-    def query_xml(self, tolerate_failure=False):
+    def query_xml(self, tolerate_failure: bool = False) -> Optional[Dict[str, Any]]:
         cmd, rc, out, err = self._run(["-q", "-x"])
         if rc != 0:
             if tolerate_failure:
@@ -425,7 +426,7 @@ class GpuDiscovery(object):
                 return None
             raise GpuDiscoveryError(str(exc), "failed", cmd=cmd, rc=rc, stdout=out, stderr=err)
 
-    def toolkit_version(self):
+    def toolkit_version(self) -> Optional[str]:
         if not self.nvcc:
             return None
         rc, out, err = self.run_command([self.nvcc, "--version"])
@@ -437,7 +438,7 @@ class GpuDiscovery(object):
             return None
         return parsed["version"]
 
-    def discover(self):
+    def discover(self) -> Dict[str, Any]:
         rows = self.query_gpus()
         # With no GPU, -q -x may fail too; the driver version is then best effort.
         xml_info = self.query_xml(tolerate_failure=not rows) or {}
@@ -464,7 +465,7 @@ class GpuDiscovery(object):
         return facts
 
 
-def find_tool(get_bin_path, name, extra_dirs):
+def find_tool(get_bin_path: Callable[..., Optional[str]], name: str, extra_dirs: List[str]) -> Optional[str]:
     """PATH (and the sbin directories) first, then the usual driver/toolkit directories.
 
     ``get_bin_path`` is AnsibleModule.get_bin_path, which searches its opt_dirs before PATH, so the

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+from typing import Any, Dict, List, Optional, Tuple
 
 _LISTEN = "0A"
 _UNIT_RE = re.compile(r"system\.slice/(?:[^/\n]*/)*?([^/\n]+\.service)")
@@ -33,7 +34,7 @@ def _hex_ipv6(text):
     return socket.inet_ntop(socket.AF_INET6, words)
 
 
-def parse_proc_net_tcp(text, ipv6=False):
+def parse_proc_net_tcp(text: Optional[str], ipv6: bool = False) -> List[Dict[str, Any]]:
     """Listening sockets of /proc/net/tcp or tcp6: [{address, port, uid, inode}]."""
     result = []
     for line in text.splitlines()[1:]:
@@ -50,7 +51,7 @@ def parse_proc_net_tcp(text, ipv6=False):
     return result
 
 
-def unit_of_cgroup(text):
+def unit_of_cgroup(text: Optional[str]) -> Optional[str]:
     """The systemd service a process belongs to, from /proc/PID/cgroup, or None."""
     match = _UNIT_RE.search(text or "")
     return match.group(1) if match else None
@@ -64,7 +65,7 @@ def _read(path):
         return None
 
 
-def socket_owners(root="/"):
+def socket_owners(root: str = "/") -> Dict[str, List[str]]:
     """{socket inode: [pid, ...]} from /proc/*/fd (only what this user may read)."""
     owners = {}
     proc = os.path.join(root, "proc")
@@ -86,7 +87,7 @@ def socket_owners(root="/"):
     return owners
 
 
-def listeners(root="/"):
+def listeners(root: str = "/") -> List[Dict[str, Any]]:
     """Listening TCP sockets with their owners: [{address, port, uid, owners: [{pid, unit}]}].
 
     ``owners`` is empty when /proc/PID/fd of the owner cannot be read (the socket's uid then tells).
@@ -107,7 +108,7 @@ def listeners(root="/"):
     return result
 
 
-def address_is_local(address):
+def address_is_local(address: str) -> Tuple[bool, Optional[str]]:
     """(True, None) when a socket can bind ``address`` on this host (port 0), else (False, reason)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     try:
@@ -126,7 +127,7 @@ def address_is_local(address):
         sock.close()
 
 
-def nearest_existing(path):
+def nearest_existing(path: str) -> str:
     """``path`` itself when it exists, else its closest existing ancestor (``/`` for none)."""
     path = os.path.abspath(path or "/")
     while not os.path.exists(path):
@@ -137,6 +138,6 @@ def nearest_existing(path):
     return path
 
 
-def free_gib(path):
+def free_gib(path: str) -> float:
     """Free GiB on the filesystem that holds ``path`` (or its nearest existing parent)."""
     return round(shutil.disk_usage(nearest_existing(path)).free / 2.0 ** 30, 1)

@@ -12,8 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, List, Tuple
 
-def plan(want, have):
+
+def plan(want: Dict[str, Any], have: Dict[str, Any]) -> Tuple[List[List[str]], List[Dict[str, Any]], List[str]]:
     """``(commands, directories, skipped_groups)``.
 
     ``want``: name, group, home, shell, extra_groups, config_dir (or None), config_mode.

@@ -22,6 +22,7 @@ import pwd
 import re
 import shutil
 import stat
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.host.gpu import parse_nvcc_version
 from ansible_collections.pdserve.sglang.plugins.module_utils.host.observe import nearest_existing
@@ -48,7 +49,7 @@ LIBUCP_GLOBS = ("/usr/lib/*/libucp.so*", "/usr/lib/libucp.so*", "/usr/local/lib/
 _UCX_VERSION_RES = (re.compile(r"Library version:\s*(\S+)"), re.compile(r"UCX version[ =:]*(\S+)"))
 
 
-def python_info(run, python):
+def python_info(run: Callable[..., Any], python: str) -> Tuple[Dict[str, Any], str, str]:
     """The interpreter's version, whether it has the venv module, and the C library it runs on."""
     info = {"path": python, "found": False, "version": "", "full_version": "", "venv": False, "error": ""}
     libc = {"name": "", "version": ""}
@@ -68,7 +69,9 @@ def python_info(run, python):
     return info, libc, data.get("machine") or ""
 
 
-def system_ucx(run, which, find_library=ctypes.util.find_library, patterns=LIBUCP_GLOBS):
+def system_ucx(run: Callable[..., Any], which: Callable[[str], Optional[str]],
+               find_library: Callable[[str], Optional[str]] = ctypes.util.find_library,
+               patterns: Sequence[str] = LIBUCP_GLOBS) -> Dict[str, Any]:
     """A UCX outside Python packages: ``ucx_info`` on PATH, or ``libucp`` in the system library paths."""
     found = {"present": False, "ucx_info": which("ucx_info") or "", "libucp": "", "version": ""}
     if found["ucx_info"]:
@@ -91,7 +94,7 @@ def system_ucx(run, which, find_library=ctypes.util.find_library, patterns=LIBUC
     return found
 
 
-def cuda_toolkit(run, which, cuda_home):
+def cuda_toolkit(run: Callable[..., Any], which: Callable[[str], Optional[str]], cuda_home: Optional[str]) -> Dict[str, Any]:
     """``nvcc`` in CUDA_HOME/bin, else on PATH, with its release (``13.0``)."""
     nvcc = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else ""
     if not (nvcc and os.path.isfile(nvcc) and os.access(nvcc, os.X_OK)):
@@ -105,7 +108,7 @@ def cuda_toolkit(run, which, cuda_home):
     return info
 
 
-def disk(entries, usage=shutil.disk_usage):
+def disk(entries: List[Dict[str, Any]], usage: Callable[[str], Any] = shutil.disk_usage) -> List[Dict[str, Any]]:
     """Free space for each ``{name, path, min_free_gb}``.
 
     A path that exists already asks for nothing (what it is for is there: a rerun must not fail).
@@ -148,7 +151,7 @@ def _name(lookup, number):
         return str(number)
 
 
-def path_info(paths):
+def path_info(paths: Iterable[str]) -> Dict[str, Dict[str, Any]]:
     """``{path: {exists, isdir, owner, group, mode}}`` (names, and mode as ``"0755"``; empty when absent)."""
     result = {}
     for path in paths:
@@ -164,7 +167,7 @@ def path_info(paths):
     return result
 
 
-def user_info(names):
+def user_info(names: Iterable[str]) -> Dict[str, Dict[str, Any]]:
     """``{name: {exists, uid, home}}``."""
     result = {}
     for name in names:
@@ -176,7 +179,8 @@ def user_info(names):
     return result
 
 
-def gather(run, which, python, cuda_home, disk_entries, paths, users):
+def gather(run: Callable[..., Any], which: Callable[[str], Optional[str]], python: str, cuda_home: Optional[str],
+           disk_entries: List[Dict[str, Any]], paths: Iterable[str], users: Iterable[str]) -> Dict[str, Any]:
     """Everything at once: the facts the install role decides and judges with."""
     py, libc, machine = python_info(run, python)
     if not libc["name"]:

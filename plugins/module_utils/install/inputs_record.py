@@ -17,24 +17,25 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+from typing import Any, Dict, List, Optional
 
 # Not part of a source tree's identity: VCS data and what a build writes into the tree.
 SKIP_DIRS = frozenset([".git", ".hg", ".svn", "build", "dist", "__pycache__", ".eggs"])
 
 
-def normalize(value):
+def normalize(value: Any) -> Any:
     """The value as the record will hold it (JSON types), so a comparison is of like with like."""
     return json.loads(json.dumps(value, sort_keys=True))
 
 
-def differs(current, recorded):
+def differs(current: Dict[str, Any], recorded: Optional[Dict[str, Any]]) -> List[str]:
     """Keys of ``current`` whose value is not the recorded one (all of them without a record), sorted."""
     if recorded is None:
         return sorted(current)
     return sorted(key for key in current if key not in recorded or recorded[key] != current[key])
 
 
-def tree_hash(root):
+def tree_hash(root: str) -> str:
     """SHA-256 of a source tree: relative paths, executable bits, symlink targets and contents.
 
     Build outputs and VCS data are left out, so building in the tree does not change its hash.
@@ -56,7 +57,7 @@ def tree_hash(root):
     return digest.hexdigest()
 
 
-def read_record(path):
+def read_record(path: str) -> Optional[Dict[str, Any]]:
     """The recorded inputs, None when there is no record; ValueError for a record that is not a JSON object."""
     try:
         with open(path, "rb") as handle:
@@ -69,12 +70,12 @@ def read_record(path):
     return data
 
 
-def render(inputs):
+def render(inputs: Dict[str, Any]) -> str:
     """The record's text: stable (sorted keys) so an unchanged record is byte-for-byte the same."""
     return json.dumps(inputs, indent=2, sort_keys=True) + "\n"
 
 
-def explain(recorded, keys):
+def explain(recorded: Optional[Dict[str, Any]], keys: List[str]) -> str:
     """One line for the task output: why the step runs or why it is skipped."""
     if recorded is None:
         return "no record of an earlier run: running"

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import posixpath
 import re
+from typing import Any, Dict, List, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, report, unique
 
@@ -23,6 +24,10 @@ PREFIX = "sglang_install_"
 BUILD_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NETWORK_URL_RE = re.compile(r"^(https?|git|ssh)://")
 NIXL_SOURCES = ("auto", "pypi", "source", "none")
+# What a venv is for: the model servers' (everything the settings say) or the router's (sglang-router alone).
+PROFILES = ("servers", "router")
+# The router's venv holds sglang-router and its few dependencies: a few hundred MB.
+ROUTER_MIN_FREE_GB = 1
 # Issue in which SGLang's maintainers trace NIXL_ERR_BACKEND to the pip NIXL's bundled UCX.
 UCX_CONFLICT_REF = "NIXL_ERR_BACKEND, sgl-project/sglang#5709"
 
@@ -36,14 +41,32 @@ def _version_tuple(text):
         return None
 
 
-def nixl_mode(nixl_source, ucx_present):
+def profile(settings, name, router_venv, router_version):
+    """The settings an install profile installs with (``profile`` added).
+
+    ``servers``: the settings as they are (the model servers' venv). ``router``: sglang-router ``router_version`` alone
+    into ``router_venv``: no SGLang, torch, NIXL, extra packages, kernel builds, model or chat template, and a small
+    free-space minimum for the venv. The other settings (user, interpreter, package sources) stay as they are.
+    """
+    if name not in PROFILES:
+        raise ValueError("sglang_install_profile: %r is not one of %s" % (name, ", ".join(PROFILES)))
+    s = dict(settings or {})
+    if name == "router":
+        s.update(venv=router_venv, router_version=router_version, source="none", torch_packages=[], nixl_source="none",
+                 extra_packages=[], kernel_builds=[], model_source="none", chat_template_source="none",
+                 min_free_gb_venv=ROUTER_MIN_FREE_GB)
+    s["profile"] = name
+    return s
+
+
+def nixl_mode(nixl_source: str, ucx_present: bool) -> str:
     """pypi, source or none: ``auto`` builds against a system UCX when there is one (its bundled UCX would clash)."""
     if nixl_source == "auto":
         return "source" if ucx_present else "pypi"
     return nixl_source
 
 
-def builds(settings, mode):
+def builds(settings: Dict[str, Any], mode: str) -> List[Dict[str, Any]]:
     """The kernel builds to consider: the inventory's items (mappings only) and NIXL's when built from source."""
     items = settings.get("kernel_builds")
     items = [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
@@ -52,7 +75,7 @@ def builds(settings, mode):
     return items
 
 
-def git_users(settings, items):
+def git_users(settings: Dict[str, Any], items: List[Dict[str, Any]]) -> List[Tuple[str, str]]:
     """What asks for git, as (variable, reason) pairs (empty: git is not needed)."""
     reasons = []
     if settings.get("source") == "git":
@@ -79,14 +102,14 @@ def _names(items):
     return names
 
 
-def truthy(value):
+def truthy(value: Any) -> bool:
     """A YAML-ish boolean (``cuda: false``, ``"no"``, ``0``); anything else counts as true."""
     if isinstance(value, str):
         return value.strip().lower() not in ("false", "no", "off", "0", "n", "f", "")
     return bool(value)
 
 
-def needs_cuda(item):
+def needs_cuda(item: Dict[str, Any]) -> bool:
     """A build item needs the CUDA toolkit unless it says ``cuda: false``."""
     return truthy(item.get("cuda", True))
 
@@ -295,12 +318,12 @@ def _sglang_tree_repos(s):
     return []
 
 
-def venv_probe(venv):
+def venv_probe(venv: str) -> str:
     """The path whose owner says who made the venv (the venv directory itself is chowned by the role)."""
     return str(venv).rstrip("/") + "/lib"
 
 
-def warnings(host, s, facts, mode):
+def warnings(host: str, s: Dict[str, Any], facts: Dict[str, Any], mode: str) -> List[str]:
     """What the preflight lets through but an operator should read."""
     ucx = facts.get("ucx") or {}
     if mode == "pypi" and ucx.get("present") and not truthy(s.get("nixl_fail_on_ucx_conflict", True)):
@@ -309,7 +332,7 @@ def warnings(host, s, facts, mode):
     return []
 
 
-def directories(s, items):
+def directories(s: Dict[str, Any], items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The directories the role needs, parents first: ``{path, owned}`` (owned: the service user's, it writes there)."""
     wanted = [{"path": s.get("root"), "owned": False}]
     if items or s.get("model_source") == "hf":
@@ -330,7 +353,7 @@ def directories(s, items):
     return result
 
 
-def directories_to_fix(s, facts, wanted):
+def directories_to_fix(s: Dict[str, Any], facts: Dict[str, Any], wanted: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Those of ``wanted`` that install_facts found missing or not as wanted (mode 0755, the user's when owned)."""
     fix = []
     for entry in wanted:
@@ -343,7 +366,7 @@ def directories_to_fix(s, facts, wanted):
     return fix
 
 
-def plan(host, settings, facts):
+def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """Decisions and problems; see the module docstring."""
     s = dict(settings or {})
     facts = facts or {}

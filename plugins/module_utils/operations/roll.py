@@ -33,7 +33,8 @@ def _ordered(workers, order):
     return prefill + decode
 
 
-def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False, variable="sglang_roll"):
+def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False,
+              variable="sglang_operations_roll"):
     """``{"workers": [...], "routers": [...], "problems": [...]}`` for a roll over ``topology``.
 
     ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every

@@ -101,7 +101,7 @@ def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglan
     return out
 
 
-def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_upgrade'):
+def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_upgrade'):
     """Decisions and problems from ``observe``'s result (pure).
 
     ``current``: the ``current`` link, else the venv every instance runs. ``prunable``: venvs under the root that

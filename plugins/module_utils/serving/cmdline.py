@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, Iterable, List, Optional
+
 # Router settings -> flag, in the order they appear in the unit. None or "" leaves a flag out.
 ROUTER_FLAGS = (
     ("policy", "--policy"),
@@ -42,7 +44,7 @@ ROUTER_SWITCHES = (
 ROUTER_API_KEY_ENV = "SGLANG_ROUTER_API_KEY"
 
 
-def group_args(tokens):
+def group_args(tokens: Optional[Iterable[Any]]) -> List[List[str]]:
     """Group a flat list of words into lines: a new line at each word starting with -."""
     lines = []
     for token in tokens or []:
@@ -54,7 +56,7 @@ def group_args(tokens):
     return lines
 
 
-def server_args(instance, model, numa_binding="numactl", enable_metrics=True):
+def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: str = "numactl", enable_metrics: bool = True) -> List[List[Any]]:
     """The sglang.launch_server lines of one normalized instance.
 
     ``model``: model_path, served_model_name, chat_template, reasoning_parser, tool_call_parser,
@@ -98,7 +100,7 @@ def server_args(instance, model, numa_binding="numactl", enable_metrics=True):
     return lines
 
 
-def router_args(router, workers, settings, api_key=False):
+def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]], settings: Dict[str, Any], api_key: bool = False) -> List[List[Any]]:
     """The sglang_router.launch_router lines: PD mode, every worker, the listen addresses, the settings.
 
     ``router``: a topology router (host, port, prometheus_host, prometheus_port). ``workers``: the
@@ -132,6 +134,6 @@ def router_args(router, workers, settings, api_key=False):
     return lines
 
 
-def argv(lines):
+def argv(lines: Iterable[Iterable[Any]]) -> List[str]:
     """The words of the lines, as the process receives them (after the launch command)."""
     return [str(word) for line in lines for word in line]

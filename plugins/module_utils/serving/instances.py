@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import ipaddress
 import re
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest
 
@@ -25,7 +26,7 @@ DEFAULT_BOOTSTRAP_PORT = 8998
 WILDCARD = ("0.0.0.0", "::", "*", "")
 
 
-def is_loopback(host):
+def is_loopback(host: Any) -> bool:
     """127.0.0.0/8, ::1 or localhost: reachable only from the host itself."""
     host = str(host or "").strip("[]")
     if host.lower() == "localhost" or host.lower().endswith(".localhost"):
@@ -42,24 +43,24 @@ _HOST_KEYS = ("host", "advertise_host", "dist_init_host")
 KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env") + _INTEGER_KEYS + _HOST_KEYS
 
 
-def is_int(value):
+def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def unit_name(name):
+def unit_name(name: str) -> str:
     return "%s%s.service" % (UNIT_PREFIX, name)
 
 
-def instances_variable(mode):
+def instances_variable(mode: str) -> str:
     return "sglang_%s_instances" % mode
 
 
-def instance_variable(inst):
+def instance_variable(inst: Dict[str, Any]) -> str:
     """How messages name an instance: ``sglang_decode_instances[decode-0]``."""
     return "%s[%s]" % (instances_variable(inst.get("mode")), inst.get("name"))
 
 
-def url_host(host):
+def url_host(host: str) -> str:
     """A host as it appears in a URL (IPv6 literals in brackets)."""
     host = str(host)
     if ":" in host and not host.startswith("["):
@@ -136,7 +137,8 @@ def _check_fields(raw, var, host, problems):
         problems.extend(env_problems(host, "%s.env" % var, env))
 
 
-def normalize(raw_list, mode, inventory_host, server_host="127.0.0.1", metrics=True):
+def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = "127.0.0.1",
+              metrics: bool = True) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """``(instances, problems)`` for one host's ``sglang_<mode>_instances``.
 
     Instances get every key: mode, unit, host (the bind address, ``server_host`` when unset),
@@ -201,7 +203,7 @@ def normalize(raw_list, mode, inventory_host, server_host="127.0.0.1", metrics=T
     return instances, problems
 
 
-def host_problems(inventory_host, instances, router=None):
+def host_problems(inventory_host: str, instances: List[Dict[str, Any]], router: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """Problems between the instances of one host (both modes) and its router, independent of the host's state.
 
     Unique names, one GPU per instance, one port per purpose, no instance named like the router unit.
@@ -235,7 +237,7 @@ def host_problems(inventory_host, instances, router=None):
     return problems
 
 
-def host_ports(instances, router=None):
+def host_ports(instances: List[Dict[str, Any]], router: Optional[Dict[str, Any]] = None) -> List[Tuple[Any, str]]:
     """``[(port, variable)]``: every TCP port this host's serving units will listen on."""
     ports = []
     for inst in instances:

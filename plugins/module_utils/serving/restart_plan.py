@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from typing import Any, Dict, Iterable, List, Optional
 
 FINGERPRINT_PREFIX = 'PDSERVE_'
 _KEY = re.compile(r'^([A-Za-z][A-Za-z0-9_]*)=(.*)$')
@@ -28,7 +29,7 @@ def _unquote(value):
     return value
 
 
-def fingerprint(env_text):
+def fingerprint(env_text: Optional[str]) -> Dict[str, str]:
     """{field: value} of the PDSERVE_* lines of an env file (field = the rest of the name, lower case)."""
     out = {}
     for line in (env_text or '').splitlines():
@@ -71,7 +72,7 @@ def _settings(text):
     return out
 
 
-def changed_settings(before, after):
+def changed_settings(before: Optional[str], after: Optional[str]) -> List[str]:
     """Names of the keys and flags whose lines differ, in the order of the new file (removed ones last)."""
     old = _settings(before)
     new = _settings(after)
@@ -95,7 +96,8 @@ def _fingerprint_reasons(old, new):
     return reasons
 
 
-def unit_reasons(unit_before, unit_after, env_before, env_after, attributes_changed=()):
+def unit_reasons(unit_before: Optional[str], unit_after: Optional[str], env_before: Optional[str],
+                 env_after: Optional[str], attributes_changed: Iterable[str] = ()) -> List[str]:
     """The reasons one unit restarts, from the texts of its unit file and env file (None: the file is new).
 
     The fingerprint comes first. When only the venv moved, the unit's ExecStart (which names the venv) is not
@@ -123,13 +125,13 @@ def unit_reasons(unit_before, unit_after, env_before, env_after, attributes_chan
     return reasons or ['files rewritten']
 
 
-def plan_line(host, entry):
+def plan_line(host: str, entry: Dict[str, Any]) -> str:
     """``unit on host: restarted (reasons)`` or ``would restart`` for a planned one."""
     verb = 'would restart' if entry.get('planned') else 'restarted'
     return '%s on %s: %s (%s)' % (entry.get('unit'), host, verb, '; '.join(entry.get('reasons') or ['?']))
 
 
-def merge(entries):
+def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Entries of one host, merged by unit in first-seen order: reasons joined, planned only if all were."""
     merged = {}
     order = []

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, List, Optional
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choices import (
     PARSER_PAIRS,
@@ -31,7 +33,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology im
 NUMA_BINDINGS = ("numactl", "sglang", "none")
 
 
-def model_problems(host, model):
+def model_problems(host: str, model: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The shared model settings (sglang_model_*): parser names and their pairing, backend, context, path."""
     problems = []
     reasoning = model.get("reasoning_parser")
@@ -149,7 +151,7 @@ def _address_problems(host, entry, addresses):
     return problems
 
 
-def bind_addresses(entry):
+def bind_addresses(entry: Dict[str, Any]) -> List[str]:
     """The specific (not wildcard) addresses this host's units bind, to be tested on the host."""
     result = set()
     for inst in entry["prefill"] + entry["decode"]:
@@ -165,7 +167,8 @@ def bind_addresses(entry):
     return sorted(result)
 
 
-def judge(inventory_host, topology, model, server, observed):
+def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[str, Any]], server: Dict[str, Any],
+          observed: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Every problem of one host. ``model`` None: no model checks (the host serves no model).
 
     ``server``: numa_binding, numactl_path, no_new_privileges (bool), min_free_gb, home,

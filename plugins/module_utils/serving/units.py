@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (
     ROUTER_API_KEY_ENV,
@@ -30,7 +31,7 @@ ROUTER_MARKER = "# pdserve.sglang.sglang_router"
 FINGERPRINT_FIELDS = ("sglang", "sglang_router", "venv", "model")
 
 
-def fingerprint_variables(fingerprint):
+def fingerprint_variables(fingerprint: Optional[Dict[str, Any]]) -> List[Tuple[str, Any]]:
     """``[(PDSERVE_SGLANG, "0.5.23"), (PDSERVE_VENV, ...), ...]`` for the fields that have a value."""
     fingerprint = fingerprint or {}
     return [("PDSERVE_" + field.upper(), fingerprint[field]) for field in FINGERPRINT_FIELDS
@@ -43,20 +44,20 @@ def _text(value):
     return str(value)
 
 
-def systemd_quote(value):
+def systemd_quote(value: Any) -> str:
     """One word of an ExecStart= line: double quotes, with \\, ", % and $ escaped for systemd."""
     text = _text(value).replace("\\", "\\\\").replace('"', '\\"')
     text = text.replace("%", "%%").replace("$", "$$").replace("\n", "\\n")
     return '"%s"' % text
 
 
-def env_quote(value):
+def env_quote(value: Any) -> str:
     """One value of an EnvironmentFile= line (KEY="value")."""
     text = _text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return '"%s"' % text
 
 
-def exec_start(first, lines):
+def exec_start(first: List[Any], lines: List[List[Any]]) -> str:
     """``ExecStart=`` with ``first`` (the executable and its leading words) and one line per flag."""
     head = [first[0]] + [systemd_quote(word) for word in first[1:]]
     rows = ["ExecStart=" + " ".join(head)]
@@ -83,24 +84,25 @@ def _hardening(options):
     return rows
 
 
-def render_env(marker, comment, variables):
+def render_env(marker: str, comment: str, variables: Iterable[Tuple[str, Any]]) -> str:
     """An environment file: the header and marker, a comment, then KEY="value" lines in the given order."""
     out = [HEADER, marker, "# " + comment]
     out += ["%s=%s" % (key, env_quote(value)) for key, value in variables]
     return "\n".join(out) + "\n"
 
 
-def server_unit(instance, model, settings):
+def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
     """Unit and env file of one model server instance.
 
-    ``settings``: launch_command, numa_binding, numactl_path, enable_metrics, user, group, home,
+    ``instance``: a normalized instance of the topology (its ``metrics`` says whether it serves /metrics).
+    ``settings``: launch_command, numa_binding, numactl_path, user, group, home,
     config_dir, unit_dir, restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
     limit_nofile, hardening (dict), env (dict: transfer + model environment), fingerprint (dict: sglang, venv,
     model; written first into the env file).
     Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines}.
     """
     launch = str(settings["launch_command"]).split()
-    lines = server_args(instance, model, settings.get("numa_binding", "numactl"), settings.get("enable_metrics", True))
+    lines = server_args(instance, model, settings.get("numa_binding", "numactl"), instance.get("metrics", True))
     numactl = settings.get("numa_binding", "numactl") == "numactl" and instance.get("numa_node") is not None
     if numactl:
         first = [settings["numactl_path"], "--cpunodebind=%s" % instance["numa_node"], "--membind=%s" % instance["numa_node"]]
@@ -160,7 +162,7 @@ def server_unit(instance, model, settings):
     }
 
 
-def router_unit(router, workers, settings):
+def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]], settings: Dict[str, Any]) -> Dict[str, Any]:
     """Unit and env file of the router on one host.
 
     ``settings``: launch_command, user, group, config_dir, unit_dir, local_units (server units on this
@@ -234,7 +236,7 @@ def _files(settings, env_file, env_text, unit_path, unit_text):
     ]
 
 
-def changed_units(units, changed_paths):
+def changed_units(units: List[Dict[str, Any]], changed_paths: Iterable[str]) -> List[str]:
     """The unit names whose unit or env file is among ``changed_paths``."""
     changed = set(changed_paths or [])
     return [u["unit"] for u in units if u["unit_path"] in changed or u["env_file"] in changed]

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import json
 import re
+from typing import Any, Dict, List, Optional, Tuple
 
 CHECK_NAMES = ('basic', 'thinking', 'tools', 'basic_stream', 'thinking_stream', 'tools_stream')
 
@@ -77,7 +78,7 @@ CAUSE_NO_DECODE = 'router has no healthy decode worker'
 CAUSE_NO_PREFILL = 'router has no healthy prefill worker'
 
 
-def expected_answer(prompt):
+def expected_answer(prompt: Optional[str]) -> Optional[int]:
     """The integer a prompt like 'What is 17*23?' asks for, or None."""
     if not prompt:
         return None
@@ -96,7 +97,7 @@ def expected_answer(prompt):
     return None
 
 
-def result(passed, evidence, cause=None):
+def result(passed: Any, evidence: str, cause: Optional[str] = None) -> Dict[str, Any]:
     return {'passed': bool(passed), 'evidence': evidence, 'cause': None if passed else cause}
 
 
@@ -117,7 +118,7 @@ def _contains_answer(content, answer):
 # Transport and router failures
 # ---------------------------------------------------------------------------
 
-def count_workers(workers_json):
+def count_workers(workers_json: Any) -> Dict[str, Any]:
     """Healthy and total prefill/decode/regular workers from the router's GET /workers."""
     counts = {}
     for kind in ('prefill', 'decode', 'regular'):
@@ -136,7 +137,9 @@ def count_workers(workers_json):
     return counts
 
 
-def diagnose_http_failure(status, body_json, body_text, headers=None, error=None, workers=None):
+def diagnose_http_failure(status: Optional[int], body_json: Any, body_text: Optional[str],
+                          headers: Optional[Dict[str, str]] = None, error: Optional[str] = None,
+                          workers: Any = None) -> Tuple[str, str]:
     """Evidence and cause for an answer that is not a usable 2xx.
 
     ``workers`` is the router's GET /workers JSON when it could be read (None otherwise);
@@ -200,7 +203,7 @@ def diagnose_http_failure(status, body_json, body_text, headers=None, error=None
 # Stream assembly
 # ---------------------------------------------------------------------------
 
-def assemble_stream(events, done=False):
+def assemble_stream(events: List[Any], done: bool = False) -> Dict[str, Any]:
     """Assemble chat.completion.chunk events into one message.
 
     Returns a dict: content, reasoning_content, tool_calls (list ordered by index, each with
@@ -256,7 +259,7 @@ def assemble_stream(events, done=False):
     }
 
 
-def message_from_response(body_json):
+def message_from_response(body_json: Any) -> Dict[str, Any]:
     """Normalise a non-streaming chat.completion into the assembled-stream shape."""
     choice = {}
     if isinstance(body_json, dict) and body_json.get('choices'):
@@ -296,7 +299,7 @@ def _stream_failure(msg):
 # The checks
 # ---------------------------------------------------------------------------
 
-def check_basic(msg, prompt=None, stream=False):
+def check_basic(msg: Dict[str, Any], prompt: Optional[str] = None, stream: bool = False) -> Dict[str, Any]:
     """A plain answer: content present, the expected number, no reasoning or tool markup."""
     failure = _stream_failure(msg) if stream else None
     if failure:
@@ -322,7 +325,7 @@ def check_basic(msg, prompt=None, stream=False):
     return result(True, evidence)
 
 
-def check_thinking(msg, prompt=None, stream=False):
+def check_thinking(msg: Dict[str, Any], prompt: Optional[str] = None, stream: bool = False) -> Dict[str, Any]:
     """reasoning_content separated from content, nothing of it left in content."""
     failure = _stream_failure(msg) if stream else None
     if failure:
@@ -366,7 +369,7 @@ def _required_keys(tools):
     return out
 
 
-def check_tools(msg, tools=None, stream=False, min_calls=2):
+def check_tools(msg: Dict[str, Any], tools: Optional[List[Dict[str, Any]]] = None, stream: bool = False, min_calls: int = 2) -> Dict[str, Any]:
     """Parallel tool calls: finish_reason tool_calls, offered names, JSON object arguments."""
     failure = _stream_failure(msg) if stream else None
     if failure:
@@ -420,7 +423,7 @@ def check_tools(msg, tools=None, stream=False, min_calls=2):
     return result(True, evidence)
 
 
-def run_check(name, msg, prompt=None, tools=None):
+def run_check(name: str, msg: Dict[str, Any], prompt: Optional[str] = None, tools: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Dispatch by check name (basic, thinking, tools and their _stream variants)."""
     stream = name.endswith('_stream')
     base = name[:-len('_stream')] if stream else name
@@ -433,7 +436,8 @@ def run_check(name, msg, prompt=None, tools=None):
     raise ValueError('unknown check %s' % name)
 
 
-def build_request(name, model, prompts=None, max_tokens=2048, tools=None):
+def build_request(name: str, model: Optional[str], prompts: Optional[Dict[str, str]] = None, max_tokens: int = 2048,
+                  tools: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
     """The chat completion request body for a check."""
     stream = name.endswith('_stream')
     base = name[:-len('_stream')] if stream else name

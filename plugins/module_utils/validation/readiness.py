@@ -26,8 +26,9 @@ __metaclass__ = type
 import os
 import threading
 import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import excerpt, join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient, excerpt, join_url
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import count_workers, diagnose_http_failure
 
 ROUTER_PROMPT = 'What is 17*23? Number only.'
@@ -53,7 +54,7 @@ class Endpoint(object):
         self.name = name or unit or self.url.split('://', 1)[-1]
 
     @classmethod
-    def from_option(cls, item):
+    def from_option(cls, item: Dict[str, Any]) -> "Endpoint":
         return cls(url=item['url'], kind=item.get('kind') or 'server', name=item.get('name'),
                    unit=item.get('unit'), pid=item.get('pid'),
                    expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
@@ -77,7 +78,7 @@ class EndpointState(object):
         self.next_generation_at = 0.0
         self.generation_backoff = 0.0
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         ep = self.endpoint
         out = {
             'name': ep.name,
@@ -104,7 +105,7 @@ class EndpointState(object):
 # Process and unit liveness
 # ---------------------------------------------------------------------------
 
-def pid_problem(pid):
+def pid_problem(pid: int) -> Optional[str]:
     """None while the process lives; a sentence when it is gone or a zombie."""
     try:
         os.kill(pid, 0)
@@ -123,7 +124,7 @@ def pid_problem(pid):
     return None
 
 
-def parse_systemctl_show(text):
+def parse_systemctl_show(text: Optional[str]) -> Dict[str, str]:
     state = {}
     for line in (text or '').splitlines():
         if '=' in line:
@@ -132,7 +133,7 @@ def parse_systemctl_show(text):
     return state
 
 
-def unit_problem(state):
+def unit_problem(state: Optional[Dict[str, str]]) -> Optional[str]:
     """None while the unit may still come up; a sentence when it will not."""
     if not state:
         return None
@@ -147,7 +148,7 @@ def unit_problem(state):
     return None
 
 
-def describe_unit_state(state):
+def describe_unit_state(state: Optional[Dict[str, str]]) -> str:
     return ' '.join('%s=%s' % (k, state[k]) for k in UNIT_PROPERTIES if k in (state or {}))
 
 
@@ -160,7 +161,7 @@ class SystemdInspector(object):
         self.systemctl = systemctl
         self.journalctl = journalctl
 
-    def state(self, unit):
+    def state(self, unit: str) -> Dict[str, str]:
         args = [self.systemctl, 'show', unit, '--no-pager', '--property=' + ','.join(UNIT_PROPERTIES)]
         with self._lock:
             rc, out, err = self._run(args)
@@ -168,7 +169,7 @@ class SystemdInspector(object):
             raise RuntimeError('cannot read the state of unit %s: %s' % (unit, excerpt(err or out) or 'rc=%s' % rc))
         return parse_systemctl_show(out)
 
-    def journal(self, unit, lines=JOURNAL_LINES):
+    def journal(self, unit: str, lines: int = JOURNAL_LINES) -> List[str]:
         args = [self.journalctl, '-u', unit, '-n', str(lines), '--no-pager']
         with self._lock:
             rc, out, err = self._run(args)
@@ -190,7 +191,8 @@ def _generation_failed(state, now, interval):
     state.next_generation_at = now + state.generation_backoff
 
 
-def probe_server(client, state, generate, deadline, interval, clock=time.monotonic):
+def probe_server(client: HttpClient, state: "EndpointState", generate: bool, deadline: float, interval: float,
+                 clock: Callable[[], float] = time.monotonic) -> bool:
     """One probe of a model server; True when ready."""
     ep = state.endpoint
     timeout = _remaining_timeout(client, deadline, clock())
@@ -236,7 +238,8 @@ def probe_server(client, state, generate, deadline, interval, clock=time.monoton
     return ok
 
 
-def probe_router(client, state, generate, deadline, interval, clock=time.monotonic):
+def probe_router(client: HttpClient, state: "EndpointState", generate: bool, deadline: float, interval: float,
+                 clock: Callable[[], float] = time.monotonic) -> bool:
     """One probe of a PD router; True when ready."""
     ep = state.endpoint
     timeout = _remaining_timeout(client, deadline, clock())
@@ -387,7 +390,7 @@ class Waiter(object):
                 self._finished += 1
                 self._cond.notify_all()
 
-    def run(self):
+    def run(self) -> Tuple[List["EndpointState"], str]:
         self.started = self.clock()
         deadline = self.started + self.timeout
         threads = []
@@ -412,7 +415,7 @@ class Waiter(object):
             return self.states, 'ready'
         return self.states, 'timeout'
 
-    def probe_once(self):
+    def probe_once(self) -> List["EndpointState"]:
         """One round of read-only probes (no generation, no waiting), for check mode."""
         self.started = self.clock()
         deadline = self.started + self.timeout
@@ -427,7 +430,7 @@ class Waiter(object):
         return self.states
 
 
-def failure_message(states, outcome, timeout):
+def failure_message(states: List["EndpointState"], outcome: str, timeout: float) -> str:
     """The fail_json message: each endpoint that is not ready and what it last answered."""
     if outcome == 'fatal':
         parts = []

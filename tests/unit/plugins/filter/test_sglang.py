@@ -17,20 +17,7 @@ from ansible_collections.pdserve.sglang.plugins.filter import sglang as F
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as serving_units
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
-
-SERVER_SETTINGS = {
-    "launch_command": "/opt/sglang/venv/bin/python -m sglang.launch_server", "numa_binding": "numactl", "numactl_path": "/usr/bin/numactl",
-    "enable_metrics": True, "user": "sglang", "group": "sglang", "home": "/var/lib/sglang", "config_dir": "/etc/sglang",
-    "unit_dir": "/etc/systemd/system", "restart_sec": 10, "timeout_stop_sec": 180, "start_limit_interval_sec": 1200,
-    "start_limit_burst": 3, "limit_nofile": 65536, "hardening": {"NoNewPrivileges": True}, "env": {},
-}
-ROUTER_SETTINGS = {
-    "launch_command": "/opt/sglang/venv/bin/python -m sglang_router.launch_router", "user": "sglang", "group": "sglang",
-    "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 5, "timeout_stop_sec": 30,
-    "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536, "hardening": {}, "api_key": "",
-    "hf_hub_offline": True, "hf_endpoint": "", "env": {}, "policy": "cache_aware", "log_level": "info", "extra_args": [],
-}
+from serving_support import ROUTER_SETTINGS, SERVER_SETTINGS, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class FakeHostVars(Mapping):

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""monitoring_preflight: every problem at once, changing nothing; and its judgement (monitoring_checks)."""
+"""monitoring_preflight: every problem at once, changing nothing (its judgement: module_utils/monitoring/test_checks.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -10,8 +10,6 @@ import functools
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
-
-from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import checks as monitoring_checks
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from ansible_collections.pdserve.sglang.plugins.modules import monitoring_preflight
 from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
@@ -64,51 +62,3 @@ def test_clean_layout_passes_in_check_mode(run):
 def test_not_a_topology(run):
     result, failed = run({"host": "rt", "topology": {"hosts": {}}, "settings": SETTINGS})
     assert failed and "pass the result of the pdserve.sglang.serving_topology filter" in result["msg"]
-
-
-ONE = build_topology({"box": {"sglang_prefill_instances": [{"name": "prefill", "port": 30000}],
-                              "sglang_decode_instances": [{"name": "decode", "port": 30002}]}},
-                     {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]}, defaults=TOPOLOGY_DEFAULTS)
-ONE_SETTINGS = {"monitoring_hosts": ["box"], "gpu_hosts": ["box"]}
-
-
-def _sock(port, unit):
-    return {"address": "127.0.0.1", "port": port, "uid": 0, "owners": [{"pid": "42", "unit": unit}]}
-
-
-def test_foreign_listener_on_a_monitoring_port():
-    own = {"own_units": ["prometheus.service", "prometheus-node-exporter.service"]}
-    observed = {"listeners": [_sock(9090, "prometheus.service"), _sock(9100, "other.service"),
-                              _sock(9400, "pdserve-dcgm-exporter-emulator.service")]}
-    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, dict(own, gpu_exporter_source="none"), observed)
-    assert [(p["variable"], p["message"]) for p in problems] == [
-        ("monitoring_node_exporter_port", "wants port 9100 but 127.0.0.1:9100 is already held by pid 42 (other.service)")]
-    # the role installs the GPU exporter: then the port must be free (or the exporter's own)
-    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, dict(own, gpu_exporter_source="nvidia_repo"), observed)
-    assert [p["variable"] for p in problems] == ["monitoring_node_exporter_port", "monitoring_gpu_exporter_port"]
-
-
-def test_socket_of_unknown_process_is_ours_when_the_service_user_holds_it():
-    hidden = {"address": "127.0.0.1", "port": 9100, "uid": 101, "owners": []}
-    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"own_uids": [101]}, {"listeners": [hidden]})
-    assert problems == []
-    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"own_uids": [0]}, {"listeners": [hidden]})
-    assert [p["message"] for p in problems] == [
-        "wants port 9100 but 127.0.0.1:9100 is already held by a process of uid 101"]
-
-
-def test_bad_threshold_is_a_problem_of_the_monitoring_host():
-    rules = {"runbook_url": "https://x", "scrape_interval": 15, "router_health_check_interval": 60,
-             "health_window_intervals": 3, "thresholds": {"server_down_for": "ten minutes"}}
-    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {}, None, rules)
-    assert [(p["host"], p["variable"]) for p in problems] == [("box", "monitoring_alert_server_down_for")]
-
-
-@pytest.mark.parametrize("options, variable", [
-    ({"package_source": "deb_files"}, "monitoring_deb_files"),
-    ({"gpu_exporter_source": "deb_files"}, "monitoring_gpu_exporter_deb_files"),
-    ({"grafana_source": "deb_file", "grafana_admin_password_set": True}, "monitoring_grafana_deb_file"),
-])
-def test_option_problems(options, variable):
-    problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, options)
-    assert [p["variable"] for p in problems] == [variable]

@@ -5,20 +5,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.server_lifecycle import RestartError
 from ansible_collections.pdserve.sglang.plugins.modules import router_worker, server_restart, venv_state, worker_idle
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fake_pd import FakeRouter, FakeWorker  # noqa: E402
-
-D0 = {'url': 'http://10.0.0.21:30002', 'worker_type': 'decode'}
-D1 = {'url': 'http://10.0.0.21:30012', 'worker_type': 'decode'}
-P0 = {'url': 'http://10.0.0.11:30000', 'worker_type': 'prefill', 'bootstrap_port': 8998}
+from fake_pd import FakeRouter, FakeWorker  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import D0, D1, P0  # noqa: E402  pylint: disable=wrong-import-position
 
 
 @pytest.fixture

@@ -86,18 +86,30 @@ def test_wait_reports_status_elapsed_time_and_log_tail(tmp_path):
     assert re.match(r"^pdserve job: exit 2 after \d+ s$", lines[3])
 
 
+# The values pdserve.sglang.sglang_defaults owns that this role reads under its own prefix: documented, never defaulted here.
+SHARED = {"sglang_install_root", "sglang_install_source", "sglang_install_version", "sglang_install_git_version",
+          "sglang_install_model_source", "sglang_install_model_revision", "sglang_install_chat_template_source"}
+
+
 def test_defaults_and_argument_specs_agree():
     with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
     with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
         specs = yaml.safe_load(handle)["argument_specs"]
+    with open(os.path.join(ROLE, "..", "sglang_defaults", "defaults", "main.yml")) as handle:
+        shared = yaml.safe_load(handle)
     options = specs["main"]["options"]
-    assert sorted(options) == sorted(defaults)
+    assert sorted(options) == sorted(set(defaults) | SHARED)
+    assert SHARED <= set(shared) and not SHARED & set(defaults)
     for name, value in defaults.items():
         assert options[name].get("default") == value, name
         assert options[name].get("description"), name
         if "choices" in options[name]:
             assert value in options[name]["choices"], name
+    for name in SHARED:
+        assert "default" not in options[name], name
+        if "choices" in options[name]:
+            assert shared[name] in options[name]["choices"], name
     assert sorted(specs) == ["builds", "main", "preflight"]
     for entry in ("preflight", "builds"):
         for name, option in specs[entry]["options"].items():

@@ -295,3 +295,38 @@ def test_filter_wraps_the_plan_and_rejects_what_is_not_a_mapping():
         F.install_plan(FACTS, "gpu1", ["x"])
     with pytest.raises(AnsibleFilterError, match="install_facts"):
         F.install_plan("x", "gpu1", SETTINGS)
+
+
+PROFILE_SETTINGS = dict(SETTINGS, torch_packages=["torch==2.14.1"], router_version="0.3.2", extra_packages=["x==1"],
+                        min_free_gb_venv=25, kernel_builds=[{"name": "fa", "repo": "r", "version": "v"}],
+                        model_source="hf", chat_template_source="sglang", nixl_source="auto")
+
+
+def test_servers_profile_keeps_the_settings():
+    assert P.profile(PROFILE_SETTINGS, "servers", "/opt/sglang/router-venv", "0.3.3") == dict(PROFILE_SETTINGS, profile="servers")
+
+
+def test_router_profile_installs_the_router_alone_into_its_venv():
+    s = P.profile(PROFILE_SETTINGS, "router", "/opt/sglang/router-venv", "0.3.3")
+    assert s["venv"] == "/opt/sglang/router-venv" and s["router_version"] == "0.3.3" and s["profile"] == "router"
+    assert (s["source"], s["nixl_source"], s["model_source"], s["chat_template_source"]) == ("none",) * 4
+    assert s["torch_packages"] == s["extra_packages"] == s["kernel_builds"] == []
+    assert s["min_free_gb_venv"] == P.ROUTER_MIN_FREE_GB
+    # Who installs and from where stays as set.
+    assert all(s[key] == PROFILE_SETTINGS[key] for key in ("user", "group", "python", "wheelhouse", "offline", "root"))
+    # What the plan then decides: no builds, no git, no CUDA; the venv, owned by the user, is the only leaf.
+    planned = P.plan("router1", s, FACTS)
+    assert planned["kernel_builds"] == [] and planned["nixl_mode"] == "none" and not planned["needs_git"]
+    assert planned["directories"] == [{"path": "/opt/sglang", "owned": False}, {"path": "/opt/sglang/router-venv", "owned": True}]
+    assert PROFILE_SETTINGS["venv"] == "/opt/sglang/venv"  # the input is left alone
+
+
+def test_unknown_profile_and_the_filter():
+    with pytest.raises(ValueError, match="sglang_install_profile"):
+        P.profile(SETTINGS, "monitoring", "/r", "1")
+    assert F.FilterModule().filters()["install_profile"] is F.install_profile
+    assert F.install_profile(SETTINGS, "router", "/r", "1")["venv"] == "/r"
+    with pytest.raises(AnsibleFilterError, match="is not one of servers, router"):
+        F.install_profile(SETTINGS, "x", "/r", "1")
+    with pytest.raises(AnsibleFilterError, match="mapping"):
+        F.install_profile(["x"], "router", "/r", "1")

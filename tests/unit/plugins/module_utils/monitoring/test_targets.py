@@ -10,13 +10,9 @@ import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as mt
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import ONE_HOST_GROUPS, TOPOLOGY_DEFAULTS, one_host_vars  # noqa: E402  pylint: disable=wrong-import-position
 
-GROUPS_ONE = {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]}
-ONE_HOST = {"box": {
-    "sglang_prefill_instances": [{"name": "prefill", "port": 30000, "bootstrap_port": 8998}],
-    "sglang_decode_instances": [{"name": "decode", "port": 30002}],
-}}
+ONE_HOST = one_host_vars()
 GROUPS_MULTI = {"sglang_prefill": ["gpu-p"], "sglang_decode": ["gpu-d"], "sglang_router": ["rt"]}
 MULTI = {
     "gpu-p": {"ansible_host": "10.0.0.11", "sglang_server_host": "10.0.0.11",
@@ -39,7 +35,7 @@ def addresses(found, job):
 
 
 def test_one_host_scrapes_everything_on_loopback():
-    topo = build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS)
+    topo = build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS)
     found, problems = mt.targets(topo, "box", settings())
     assert problems == []
     assert addresses(found, "sglang-prefill") == ["127.0.0.1:30000"]
@@ -89,7 +85,7 @@ def test_loopback_server_on_another_host_is_refused_with_the_fix():
 
 def test_metrics_turned_off_is_refused():
     host_vars = {"box": dict(ONE_HOST["box"], sglang_server_enable_metrics=False)}
-    problems = mt.layout_problems(build_topology(host_vars, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS), settings())
+    problems = mt.layout_problems(build_topology(host_vars, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS), settings())
     assert [p["variable"] for p in problems] == ["sglang_server_enable_metrics"] * 2
     assert "serves no /metrics" in problems[0]["message"]
     assert "--enable-metrics" in problems[0]["fix"]
@@ -126,19 +122,19 @@ def test_exporter_bound_to_loopback_on_a_remote_host_is_refused():
     ({"grafana": {"enabled": True, "port": 30001}}, "monitoring_grafana_port", "sglang_router_port"),
 ])
 def test_port_collisions_with_serving_ports(over, variable, clash):
-    problems = mt.layout_problems(build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS), settings(**over))
+    problems = mt.layout_problems(build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS), settings(**over))
     assert len(problems) == 1, problems
     assert problems[0]["variable"] == variable and problems[0]["host"] == "box"
     assert clash in problems[0]["message"]
 
 
 def test_grafana_port_is_free_when_grafana_is_not_installed_here():
-    assert mt.layout_problems(build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS),
+    assert mt.layout_problems(build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS),
                               settings(grafana={"enabled": False, "port": 30001})) == []
 
 
 def test_scrape_configs_fix_sglang_names_and_carry_labels():
-    topo = build_topology(ONE_HOST, GROUPS_ONE, defaults=TOPOLOGY_DEFAULTS)
+    topo = build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS)
     auth = {"basic_auth": {"username": "prom", "password": "x"}}
     conf = settings(node_exporter={"scrape_auth": auth})
     configs = mt.scrape_configs(mt.targets(topo, "box", conf)[0], conf)

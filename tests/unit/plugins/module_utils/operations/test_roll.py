@@ -51,19 +51,20 @@ def test_unknown_names_are_problems_with_a_suggestion():
     messages = [p["message"] for p in plan["problems"]]
     assert any("host 'x' runs no prefill or decode" in m for m in messages)
     assert any("no instance is named 'decod-1' (did you mean 'decode-1'?)" in m for m in messages)
-    assert any(p["variable"] == "sglang_roll_order" for p in plan["problems"])
+    assert any(p["variable"] == "sglang_operations_roll_order" for p in plan["problems"])
 
 
 def test_the_only_worker_of_a_type_is_refused_unless_plain():
     topology = stack(prefill=1, decode=2)
     plan = roll_plan(topology)
-    assert [p["variable"] for p in plan["problems"]] == ["sglang_roll_plain_restart"]
+    assert [p["variable"] for p in plan["problems"]] == ["sglang_operations_roll_plain_restart"]
     assert "prefill-0 is the only prefill worker" in plan["problems"][0]["message"]
     plan = roll_plan(topology, plain_restart=True)
     assert plan["problems"] == []
     assert [(w["name"], w["plain"]) for w in plan["workers"]] == [
         ("prefill-0", True), ("decode-0", False), ("decode-1", False)]
-    assert roll_plan(topology, variable="sglang_upgrade")["problems"][0]["variable"] == "sglang_upgrade_plain_restart"
+    problems = roll_plan(topology, variable="sglang_operations_upgrade")["problems"]
+    assert problems[0]["variable"] == "sglang_operations_upgrade_plain_restart"
 
 
 def test_no_router_is_a_problem():

@@ -5,21 +5,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import router_admin as ra
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from fake_pd import FakeRouter  # noqa: E402
-
-P0 = {'url': 'http://10.0.0.11:30000', 'worker_type': 'prefill', 'bootstrap_port': 8998}
-P1 = {'url': 'http://10.0.0.11:30010', 'worker_type': 'prefill', 'bootstrap_port': 8999}
-D0 = {'url': 'http://10.0.0.21:30002', 'worker_type': 'decode'}
-D1 = {'url': 'http://10.0.0.21:30012', 'worker_type': 'decode'}
+from fake_pd import FakeRouter  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import D0, D1, P0, P1  # noqa: E402  pylint: disable=wrong-import-position
 
 
 @pytest.fixture

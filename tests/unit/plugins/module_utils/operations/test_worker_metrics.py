@@ -5,16 +5,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import worker_metrics as wm
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from fake_pd import FakeWorker  # noqa: E402
+from fake_pd import FakeWorker  # noqa: E402  pylint: disable=wrong-import-position
 
 TEXT = '''# HELP sglang:num_running_reqs The number of running requests.
 # TYPE sglang:num_running_reqs gauge

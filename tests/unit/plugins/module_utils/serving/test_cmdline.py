@@ -9,36 +9,19 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import argparse
-import copy
 import os
+import sys
 
 import pytest
 import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import cmdline as C
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, MODEL, PREFILL, ROUTER, TOPOLOGY_DEFAULTS, WORKERS, role_defaults  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import instance as normalized  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "context_length": 8192,
-    "extra_args": [],
-}
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
-ROUTER = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
-WORKERS = {"prefill": [{"url": "http://127.0.0.1:30000", "bootstrap_port": 8998}],
-           "decode": [{"url": "http://127.0.0.1:30002", "bootstrap_port": None}]}
 
 SEED_PREFILL = [
     ["--model-path", "/models/DeepSeek-V4-Flash"],
@@ -82,18 +65,16 @@ def load(*parts):
 
 def router_defaults():
     """The router settings of roles/sglang_router/defaults/main.yml, as roles/sglang_router/vars/main.yml passes them."""
-    defaults = load("roles", "sglang_router", "defaults", "main.yml")
+    defaults = role_defaults("sglang_router")
     settings = dict((key, defaults["sglang_router_" + key]) for key, _flag in C.ROUTER_FLAGS + C.ROUTER_SWITCHES)
     settings["extra_args"] = defaults["sglang_router_extra_args"]
     return settings
 
 
 def instance(raw=None, mode=None, **fields):
-    raw = dict(copy.deepcopy(raw or DECODE), **fields)
+    raw = raw or DECODE
     mode = mode or ("prefill" if raw is PREFILL or raw.get("name") == "prefill" else "decode")
-    (inst,), problems = normalize([raw], mode, "h")
-    assert problems == []
-    return inst
+    return normalized(raw, mode, "h", **fields)
 
 
 def flags(lines):
@@ -449,7 +430,11 @@ def test_router_extra_args_grouped():
 
 def test_every_router_flag_is_accepted_by_the_installed_router():
     """The whole line, every flag and switch set, through sglang-router's own parser (as sglang_flag_check runs it)."""
-    router_args = pytest.importorskip("sglang_router.router_args")
+    try:
+        from sglang_router import router_args
+    except ImportError as exc:
+        pytest.fail("sglang-router is not installed in this Python (%s): scripts/setup.sh installs it into the dev venv "
+                    "from requirements.txt; this test checks every router flag against its parser (%s)" % (sys.executable, exc))
     settings = router_defaults()
     settings.update(prefill_policy="random", decode_policy="round_robin", health_failure_threshold=3, health_success_threshold=2,
                     health_check_timeout_secs=5, retry_max_retries=4, cb_failure_threshold=5, cb_success_threshold=2,

@@ -13,11 +13,9 @@ import copy
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import instances as SI
+from serving_support import DECODE, PREFILL  # noqa: E402  pylint: disable=wrong-import-position
 
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
+# The router ports host_problems checks against the instances.
 ROUTER = {"port": 30001, "prometheus_port": 29000}
 
 

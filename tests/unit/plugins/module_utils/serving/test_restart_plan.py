@@ -9,6 +9,7 @@ import copy
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import restart_plan as rp
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as su
+from serving_support import ROUTER, ROUTER_SETTINGS, SERVER_SETTINGS  # noqa: E402  pylint: disable=wrong-import-position
 
 INSTANCE = {"name": "decode-0", "mode": "decode", "unit": "sglang-decode-0.service", "host": "10.0.0.21", "port": 30002,
             "tp_size": 4, "gpus": [4, 5, 6, 7], "numa_node": 1, "dist_init_host": "127.0.0.1", "dist_init_port": 30435,
@@ -18,12 +19,9 @@ MODEL = {"model_path": "/models/m", "served_model_name": "m", "transfer_backend"
 
 
 def settings(venv="/opt/sglang/venv", version="0.5.23", **over):
-    base = {"launch_command": venv + "/bin/python -m sglang.launch_server", "numa_binding": "numactl",
-            "numactl_path": "/usr/bin/numactl", "enable_metrics": True, "user": "sglang", "group": "sglang",
-            "home": "/var/lib/sglang", "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 10,
-            "timeout_stop_sec": 180, "start_limit_interval_sec": 1200, "start_limit_burst": 3, "limit_nofile": 65536,
-            "hardening": {"NoNewPrivileges": True}, "env": {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
-            "fingerprint": {"sglang": version, "venv": venv, "model": "/models/m@abc"}}
+    base = dict(SERVER_SETTINGS, launch_command=venv + "/bin/python -m sglang.launch_server",
+                env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
+                fingerprint={"sglang": version, "venv": venv, "model": "/models/m@abc"})
     base.update(over)
     return base
 
@@ -73,12 +71,10 @@ def test_new_files_and_attributes():
 
 def test_router_secrets_never_appear():
     workers = {"prefill": [{"url": "http://p:1", "bootstrap_port": 8998}], "decode": [{"url": "http://d:1"}]}
-    router = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
-    base = {"launch_command": "/opt/sglang/router-venv/bin/python -m sglang_router.launch_router", "user": "sglang",
-            "group": "sglang", "config_dir": "/etc/sglang", "restart_sec": 5, "timeout_stop_sec": 30,
-            "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536, "hardening": {},
-            "api_key": "old-secret", "fingerprint": {"sglang_router": "0.3.2", "venv": "/opt/sglang/router-venv"},
-            "health_check_interval_secs": 60}
+    router = ROUTER
+    base = dict(ROUTER_SETTINGS, launch_command="/opt/sglang/router-venv/bin/python -m sglang_router.launch_router",
+                api_key="old-secret", fingerprint={"sglang_router": "0.3.2", "venv": "/opt/sglang/router-venv"},
+                health_check_interval_secs=60)
     a = su.router_unit(router, workers, base)
     b = su.router_unit(router, workers, dict(base, api_key="new-secret", health_check_interval_secs=2))
     reasons = rp.unit_reasons(a["unit_text"], b["unit_text"], a["env_text"], b["env_text"])
@@ -105,3 +101,54 @@ def test_side_by_side_venvs_are_named_by_their_directory():
     unit_b, env_b = render(venv="/opt/sglang/venvs/sglang-0.5.24", version="0.5.24")
     assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == [
         "fingerprint sglang 0.5.23 -> 0.5.24", "fingerprint venv sglang-0.5.23 -> sglang-0.5.24 (in /opt/sglang/venvs)"]
+
+
+# --- a setting removed from a file is named like one added or changed ----------------------------------------
+
+def test_a_removed_env_variable_is_named():
+    unit_a, env_a = render(env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "UCX_NET_DEVICES": "mlx5_0:1"})
+    unit_b, env_b = render()
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["env UCX_NET_DEVICES"]
+    # the instance's own variable, and the GPU list when the instance loses its GPUs
+    unit_c, env_c = render(dict(INSTANCE, env={"SGLANG_SM120_MMA_FLASHMLA": "1"}))
+    assert rp.unit_reasons(unit_c, unit_a, env_c, env_a) == ["env UCX_NET_DEVICES, SGLANG_SM120_MMA_FLASHMLA"]
+    unit_d, env_d = render(dict(INSTANCE, gpus=[]))
+    assert rp.unit_reasons(unit_b, unit_d, env_b, env_d) == ["env CUDA_VISIBLE_DEVICES"]
+
+
+def test_a_removed_flag_is_named():
+    unit_a, env_a = render(dict(INSTANCE, extra_args=["--chunked-prefill-size", "8192"]))
+    unit_b, env_b = render()
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["unit --chunked-prefill-size"]
+    # the last flag of the line (its backslash moves to the line before)
+    unit_c, env_c = render(dict(INSTANCE, metrics=False))
+    assert rp.unit_reasons(unit_b, unit_c, env_b, env_c) == ["unit --enable-metrics"]
+    # a flag of the model, from the middle of the line
+    unit_d = su.server_unit(INSTANCE, dict(MODEL, context_length=None), settings())["unit_text"]
+    assert rp.unit_reasons(unit_b, unit_d, env_b, env_b) == ["unit --context-length"]
+
+
+def test_a_removed_unit_key_is_named():
+    unit_a, env_a = render(hardening={"NoNewPrivileges": True, "ProtectHome": "read-only"})
+    unit_b, env_b = render()
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == ["unit ProtectHome"]
+
+
+def test_removed_settings_come_after_the_changed_ones():
+    unit_a, env_a = render(dict(INSTANCE, extra_args=["--chunked-prefill-size", "8192"]),
+                           hardening={"NoNewPrivileges": True, "ProtectHome": "read-only"},
+                           env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "UCX_NET_DEVICES": "mlx5_0:1"})
+    unit_b, env_b = render(dict(INSTANCE, mem_fraction_static=0.8), env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX",
+                                                                        "NCCL_DEBUG": "WARN"})
+    assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == [
+        "unit --mem-fraction-static, --chunked-prefill-size, ProtectHome", "env NCCL_DEBUG, UCX_NET_DEVICES"]
+
+
+def test_changed_settings_of_bare_texts():
+    before = 'A="1"\nB="2"\nC="3"\n'
+    assert rp.changed_settings(before, 'A="1"\nC="3"\n') == ["B"]
+    assert rp.changed_settings(before, 'A="1"\nB="9"\n') == ["B", "C"]
+    assert rp.changed_settings(before, None) == ["A", "B", "C"]
+    assert rp.changed_settings(before, before) == []
+    # the fingerprint lines are the fingerprint's reasons, never a setting
+    assert rp.changed_settings('PDSERVE_SGLANG="0.5.23"\nA="1"\n', 'A="1"\n') == []

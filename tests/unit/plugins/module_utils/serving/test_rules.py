@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The preflight's rules (module_utils/serving/rules.py) and problem reports (module_utils/problems.py): the model
-settings, and judge() of one host against observed data, rule by rule; what was not observed is not judged."""
+"""The preflight's rules (module_utils/serving/rules.py): the model settings, and judge() of one host against
+observed data, rule by rule; what was not observed is not judged."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,7 +12,6 @@ import copy
 
 import pytest
 
-from ansible_collections.pdserve.sglang.plugins.module_utils import problems as P
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choices import (
     PARSER_PAIRS,
@@ -21,24 +20,11 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choi
     TRANSFER_BACKENDS,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, PREFILL, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import MODEL as REFERENCE_MODEL  # noqa: E402  pylint: disable=wrong-import-position
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "transfer_env": {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"},
-    "context_length": 8192,
-    "extra_args": [],
-    "env": {},
-}
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
+# The reference model with the environment keys the preflight checks.
+MODEL = dict(REFERENCE_MODEL, transfer_env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"}, env={})
 SERVER = {"numa_binding": "numactl", "numactl_path": "/usr/bin/numactl", "no_new_privileges": True, "home": "/var/lib/sglang",
           "min_free_gb": 10, "own_uids": [999]}
 # What the preflight reads on the reference host (fixtures/gpu/blackwell8x): GPUs 0-3 on node 0, 4-7 on node 1.
@@ -81,28 +67,6 @@ def pairs(problems):
 
 def listener(port, address="127.0.0.1", uid=0, owners=None):
     return {"address": address, "port": port, "uid": uid, "owners": owners if owners is not None else []}
-
-
-# --- problems.py -----------------------------------------------------------------------------------------
-
-def test_problem_line_and_report():
-    item = P.problem("gpu-1", "sglang_decode_instances[d].port", "is required", "give it a port")
-    assert item == {"host": "gpu-1", "variable": "sglang_decode_instances[d].port", "message": "is required", "fix": "give it a port"}
-    assert P.line(item) == "host gpu-1: sglang_decode_instances[d].port: is required; give it a port"
-    assert P.line(P.problem("h", None, "m", None)) == "host h: m"
-    assert P.report([item, P.problem("h", "v", "m", "f")]) == (
-        "preflight found 2 problem(s):\n- host gpu-1: sglang_decode_instances[d].port: is required; give it a port\n- host h: v: m; f")
-    assert P.report([], "the check").startswith("the check found 0 problem(s)")
-
-
-def test_unique_keeps_the_first_order():
-    a, b = P.problem("h", "v", "m", "f"), P.problem("h", "w", "m", "f")
-    assert P.unique([a, b, dict(a), b]) == [a, b]
-
-
-def test_suggest():
-    assert P.suggest("deepseekv4", REASONING_PARSERS) == " (did you mean 'deepseek-v4'?)"
-    assert P.suggest("zzzzzz", REASONING_PARSERS) == ""
 
 
 # --- model settings ----------------------------------------------------------------------------------------
@@ -152,12 +116,6 @@ def test_an_unknown_tool_parser_is_not_also_a_pair_problem():
     problems = R.model_problems("h", dict(MODEL, tool_call_parser="deepseekv9"))
     assert [p["variable"] for p in problems] == ["sglang_model_tool_call_parser"]
     assert "is not a tool-call parser" in problems[0]["message"]
-
-
-def test_every_paired_parser_is_a_known_choice():
-    for reasoning, tools in PARSER_PAIRS.items():
-        assert reasoning in REASONING_PARSERS, reasoning
-        assert set(tools) <= set(TOOL_CALL_PARSERS), (reasoning, tools)
 
 
 @pytest.mark.parametrize("backend, hint", [("nccl", ""), ("mooncak", " (did you mean 'mooncake'?)")])

@@ -13,12 +13,8 @@ import json
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import topology as T
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, PREFILL, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
 GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"]}
 
 INSTANCE_KEYS = ("name", "mode", "unit", "host", "port", "bootstrap_port", "dist_init_host", "dist_init_port", "gpus",

@@ -9,7 +9,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import os
 import re
 
@@ -18,9 +17,8 @@ import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance, role_defaults  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 SERVER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang.launch_server"
@@ -36,12 +34,11 @@ def load(*parts):
 
 def server_settings(**overrides):
     """The settings roles/sglang_server/vars/main.yml passes, from the role defaults."""
-    d = load("roles", "sglang_server", "defaults", "main.yml")
+    d = role_defaults("sglang_server")
     settings = {
         "launch_command": SERVER_LAUNCH,
         "numa_binding": d["sglang_server_numa_binding"],
         "numactl_path": d["sglang_server_numactl_path"],
-        "enable_metrics": d["sglang_server_enable_metrics"],
         "user": d["sglang_server_user"],
         "group": d["sglang_server_group"],
         "home": d["sglang_server_home"],
@@ -61,7 +58,7 @@ def server_settings(**overrides):
 
 def router_settings(**overrides):
     """The settings roles/sglang_router/vars/main.yml passes, from the role defaults."""
-    d = load("roles", "sglang_router", "defaults", "main.yml")
+    d = role_defaults("sglang_router")
     settings = {
         "launch_command": ROUTER_LAUNCH,
         "user": d["sglang_router_user"],
@@ -92,26 +89,6 @@ def router_settings(**overrides):
     return settings
 
 
-MODEL = {
-    "model_path": "/models/DeepSeek-V4-Flash",
-    "served_model_name": "deepseek-v4-flash",
-    "chat_template": "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja",
-    "reasoning_parser": "deepseek-v4",
-    "tool_call_parser": "deepseekv4",
-    "transfer_backend": "nixl",
-    "context_length": 8192,
-    "extra_args": [],
-}
-PREFILL = {"name": "prefill", "gpus": [0, 1, 2, 3], "numa_node": 0, "port": 30000, "bootstrap_port": 8998,
-           "dist_init_port": 30335, "mem_fraction_static": 0.80}
-DECODE = {"name": "decode", "gpus": [4, 5, 6, 7], "numa_node": 1, "port": 30002, "dist_init_port": 30435,
-          "mem_fraction_static": 0.85}
-
-
-def instance(raw, mode, **fields):
-    (inst,), problems = normalize([dict(copy.deepcopy(raw), **fields)], mode, "blackwell")
-    assert problems == []
-    return inst
 
 
 # --- reading the files back as systemd does -------------------------------------------------------------
@@ -382,7 +359,8 @@ def test_server_unit_numactl_path_and_launch_command_of_the_local_inventory():
 
 
 def test_server_unit_metrics_off():
-    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(enable_metrics=False))
+    # The topology says whether an instance serves /metrics (its host's sglang_server_enable_metrics).
+    unit = U.server_unit(dict(instance(DECODE, "decode"), metrics=False), MODEL, server_settings())
     assert "--enable-metrics" not in exec_words(unit["unit_text"])
     assert "--enable-metrics" not in argv(unit["argv_lines"])
 
@@ -456,6 +434,56 @@ def test_router_env_file_starts_with_the_fingerprint(inventory):
         ("PDSERVE_SGLANG_ROUTER", "0.3.2"), ("PDSERVE_VENV", "/opt/sglang/router-venv")]
 
 
+def test_the_instance_env_reaches_its_env_file_alone():
+    """The instance's env is written even when the shared env is empty, and only the instance's own names."""
+    unit = U.server_unit(instance(DECODE, "decode", env={"UCX_NET_DEVICES": "mlx5_1:1"}), MODEL, server_settings(env={}))
+    assert env_pairs(unit["env_text"]) == [("CUDA_VISIBLE_DEVICES", "4,5,6,7"), ("UCX_NET_DEVICES", "mlx5_1:1")]
+    unit = U.server_unit(instance(DECODE, "decode", env={"UCX_NET_DEVICES": "mlx5_1:1"}), MODEL, server_settings(env=None))
+    assert value(env_pairs(unit["env_text"]), "UCX_NET_DEVICES") == "mlx5_1:1"
+
+
+def test_the_instance_env_wins_over_the_shared_env_whatever_the_names():
+    shared = {"A": "shared", "Z": "shared", "M": "shared"}
+    for own in ({"A": "own"}, {"Z": "own"}, {"A": "own", "M": "own", "Z": "own"}):
+        pairs = env_pairs(U.server_unit(instance(DECODE, "decode", env=own), MODEL, server_settings(env=shared))["env_text"])
+        assert dict(pairs) == dict(dict(shared, **own), CUDA_VISIBLE_DEVICES="4,5,6,7")
+        assert keys(pairs) == ["CUDA_VISIBLE_DEVICES", "A", "M", "Z"]
+
+
+def test_the_shared_env_is_not_changed_by_an_instance():
+    shared = {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"}
+    settings = server_settings(env=shared)
+    U.server_unit(instance(PREFILL, "prefill", env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "LIBFABRIC"}), MODEL, settings)
+    assert shared == {"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX"}
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, settings)
+    assert value(env_pairs(unit["env_text"]), "SGLANG_DISAGGREGATION_NIXL_BACKEND") == "UCX"
+
+
+def test_each_instance_of_a_host_writes_its_own_env_to_its_own_file():
+    """Two prefill instances on one host, through the topology as the role builds them: neither sees the other's env."""
+    host_vars = {"gpu": {"sglang_prefill_instances": [
+        dict(PREFILL, name="prefill-0", env={"ONLY_0": "a", "BOTH": "0"}),
+        dict(PREFILL, name="prefill-1", gpus=[4, 5, 6, 7], numa_node=1, port=30010, bootstrap_port=8999,
+             dist_init_port=30345, env={"ONLY_1": "b", "BOTH": "1"}),
+        dict(PREFILL, name="prefill-2", gpus=[], numa_node=None, port=30020, bootstrap_port=9000, dist_init_port=30355)]}}
+    topology = build_topology(host_vars, {"sglang_prefill": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
+    assert topology["problems"] == []
+    settings = server_settings(env={"SHARED": "s"})
+    units = [U.server_unit(inst, MODEL, settings) for inst in topology["hosts"]["gpu"]["prefill"]]
+    assert [(u["name"], u["env_file"]) for u in units] == [
+        ("prefill-0", "/etc/sglang/prefill-0.env"), ("prefill-1", "/etc/sglang/prefill-1.env"),
+        ("prefill-2", "/etc/sglang/prefill-2.env")]
+    assert [dict(env_pairs(u["env_text"])) for u in units] == [
+        {"CUDA_VISIBLE_DEVICES": "0,1,2,3", "BOTH": "0", "ONLY_0": "a", "SHARED": "s"},
+        {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "BOTH": "1", "ONLY_1": "b", "SHARED": "s"},
+        {"SHARED": "s"},
+    ]
+    # each unit reads the env file that holds its env
+    for u in units:
+        assert ("EnvironmentFile", u["env_file"]) in sections(u["unit_text"])["Service"]
+        assert [f["path"] for f in u["files"]][0] == u["env_file"] and u["files"][0]["content"] == u["env_text"]
+
+
 def test_server_env_file_without_gpus_or_env():
     unit = U.server_unit(instance(dict(DECODE, gpus=[]), "decode"), MODEL, server_settings(env=None))
     assert env_pairs(unit["env_text"]) == []
@@ -470,16 +498,73 @@ def test_server_files_for_managed_files():
     ]
 
 
+# The reference deployment's ExecStart lines, as tests/unit/snapshot/blackwell/ holds them: written out, not
+# derived from the code under test, so a dropped or changed flag fails here.
+BLACKWELL_EXEC_START = {
+    "prefill": """ExecStart=/usr/bin/numactl "--cpunodebind=0" "--membind=0" \\
+    /opt/sglang/venv/bin/python "-m" "sglang.launch_server" \\
+    --model-path "/models/DeepSeek-V4-Flash" \\
+    --served-model-name "deepseek-v4-flash" \\
+    --host "127.0.0.1" \\
+    --port "30000" \\
+    --tp-size "4" \\
+    --disaggregation-mode "prefill" \\
+    --disaggregation-transfer-backend "nixl" \\
+    --disaggregation-bootstrap-port "8998" \\
+    --dist-init-addr "127.0.0.1:30335" \\
+    --mem-fraction-static "0.8" \\
+    --context-length "8192" \\
+    --chat-template "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja" \\
+    --reasoning-parser "deepseek-v4" \\
+    --tool-call-parser "deepseekv4" \\
+    --enable-metrics
+""",
+    "decode": """ExecStart=/usr/bin/numactl "--cpunodebind=1" "--membind=1" \\
+    /opt/sglang/venv/bin/python "-m" "sglang.launch_server" \\
+    --model-path "/models/DeepSeek-V4-Flash" \\
+    --served-model-name "deepseek-v4-flash" \\
+    --host "127.0.0.1" \\
+    --port "30002" \\
+    --tp-size "4" \\
+    --disaggregation-mode "decode" \\
+    --disaggregation-transfer-backend "nixl" \\
+    --dist-init-addr "127.0.0.1:30435" \\
+    --mem-fraction-static "0.85" \\
+    --context-length "8192" \\
+    --chat-template "/opt/sglang/chat_templates/tool_chat_template_deepseekv32.jinja" \\
+    --reasoning-parser "deepseek-v4" \\
+    --tool-call-parser "deepseekv4" \\
+    --enable-metrics
+""",
+}
+
+
+def _exec_start_block(unit_text):
+    lines = unit_text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("ExecStart="))
+    end = start
+    while lines[end].endswith("\\"):
+        end += 1
+    return "\n".join(lines[start:end + 1]) + "\n"
+
+
 def test_server_units_of_the_blackwell_inventory(inventory, inventory_model):
     topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     model = inventory_model("blackwell")
     entry = topology["hosts"]["blackwell"]
-    for mode, node in (("prefill", 0), ("decode", 1)):
+    for mode in ("prefill", "decode"):
         inst, = entry[mode]
         unit = U.server_unit(inst, model, server_settings())
-        assert exec_words(unit["unit_text"])[:3] == ["/usr/bin/numactl", "--cpunodebind=%d" % node, "--membind=%d" % node]
-        assert exec_words(unit["unit_text"])[6:] == argv(server_args(inst, model))
+        assert _exec_start_block(unit["unit_text"]) == BLACKWELL_EXEC_START[mode]
         assert unit["unit_text"].split("\n")[1] == "# pdserve.sglang.sglang_server mode=%s" % mode
+
+
+def test_the_blackwell_exec_start_lines_are_the_snapshot_s():
+    """The literal lines above are the committed reference deployment's (a snapshot update shows here too)."""
+    for mode in ("prefill", "decode"):
+        with open(os.path.join(ROOT, "tests", "unit", "snapshot", "blackwell", "blackwell", "etc", "systemd", "system",
+                               "sglang-%s.service" % mode)) as handle:
+            assert _exec_start_block(handle.read()) == BLACKWELL_EXEC_START[mode]
 
 
 # --- the router unit ------------------------------------------------------------------------------------

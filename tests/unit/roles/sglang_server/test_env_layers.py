@@ -1,0 +1,80 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The three layers of a server's environment, through the role as a play renders them (the snapshot's
+render_units.yml on an inventory written here): the instance's own env over the model env over the transfer
+env, each instance's own env in its own env file and in no other."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+RENDER = ROOT / "tests" / "unit" / "snapshot" / "render_units.yml"
+
+# LAYER is set by every layer, the other names by one or two: what wins shows in each file.
+INVENTORY = {
+    "sglang_venv": "/opt/sglang/venv",
+    "sglang_model_path": "/models/m",
+    "sglang_model_served_name": "m",
+    "sglang_model_transfer_backend": "nixl",
+    "sglang_model_transfer_env": {"LAYER": "transfer", "TRANSFER_ONLY": "t", "TRANSFER_AND_MODEL": "transfer"},
+    "sglang_model_env": {"LAYER": "model", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model"},
+    "sglang_prefill_instances": [
+        {"name": "prefill-0", "port": 30000, "bootstrap_port": 8998, "dist_init_port": 30335,
+         "env": {"LAYER": "prefill-0", "ONLY_PREFILL_0": "p0", "MODEL_ONLY": "p0"}},
+        {"name": "prefill-1", "port": 30010, "bootstrap_port": 8999, "dist_init_port": 30345,
+         "env": {"LAYER": "prefill-1"}},
+    ],
+    "sglang_decode_instances": [{"name": "decode", "port": 30002, "dist_init_port": 30435}],
+}
+EXPECTED = {
+    "prefill-0": {"LAYER": "prefill-0", "MODEL_ONLY": "p0", "ONLY_PREFILL_0": "p0", "TRANSFER_AND_MODEL": "model",
+                  "TRANSFER_ONLY": "t"},
+    "prefill-1": {"LAYER": "prefill-1", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t"},
+    "decode": {"LAYER": "model", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t"},
+}
+
+
+def _env(path):
+    """The variables of an env file, the fingerprint (PDSERVE_*) left out."""
+    out = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            if not key.startswith("PDSERVE_"):
+                out[key] = value.strip('"')
+    return out
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    base = tmp_path_factory.mktemp("env-layers")
+    inventory = base / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    groups = dict((group, {"hosts": {"box": None}}) for group in ("sglang_prefill", "sglang_decode", "sglang_router"))
+    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": groups}}))
+    (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump(INVENTORY))
+    env = dict(os.environ)
+    env.setdefault("ANSIBLE_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))
+    env["ANSIBLE_NOCOLOR"] = "1"
+    out = base / "out"
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(RENDER),
+                           "-i", str(inventory / "hosts.yml"), "-e", "snapshot_dir=%s" % out],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout
+    return out / "box" / "etc" / "sglang"
+
+
+def test_each_instance_has_its_env_file(rendered):
+    assert sorted(p.name for p in rendered.glob("*.env")) == ["decode.env", "prefill-0.env", "prefill-1.env",
+                                                              "router.env"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_instance_env_over_model_env_over_transfer_env(rendered, name):
+    assert _env(rendered / ("%s.env" % name)) == EXPECTED[name]
