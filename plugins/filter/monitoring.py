@@ -7,7 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.errors import AnsibleFilterError
+from ansible.plugins.filter.core import to_nice_yaml
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import files as monitoring_files
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_state as monitoring_host_state
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import rules as monitoring_rules
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as monitoring_targets
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
@@ -69,6 +74,80 @@ def monitoring_rule_files(params):
         raise AnsibleFilterError(str(exc))
 
 
+def monitoring_listen_address(bind, port):
+    """host:port a service listens on, IPv6 literals in brackets."""
+    return monitoring_targets.listen_address(bind, port)
+
+
+def monitoring_local_url(bind, port, tls=False):
+    """The URL a process on this host reaches a service bound to ``bind`` at."""
+    return monitoring_targets.local_url(bind, port, tls)
+
+
+def monitoring_dashboard_files(role_path, dest_dir):
+    """[{path, content, kind}] of the shipped dashboards (the role's files/dashboards) under ``dest_dir``."""
+    def read(name):
+        with open(os.path.join(str(role_path), "files", "dashboards", name + ".json"), encoding="utf-8") as handle:
+            return handle.read().rstrip()
+    return [dict(item, kind="dashboard") for item in monitoring_targets.dashboard_files(dest_dir, read)]
+
+
+_MANAGED_HEADER = "# Managed by pdserve.sglang.monitoring: changes here are overwritten.\n# %s\n"
+
+
+def monitoring_yaml_text(data, header):
+    """A YAML configuration file's text: the managed-file header, then ``data``."""
+    return _MANAGED_HEADER % header + to_nice_yaml(data, indent=2, width=1000, sort_keys=False)
+
+
+def monitoring_rule_items(rule_files, rules_dir, group, header):
+    """[{path, content, group, mode, kind}] of the collection's rule files ({name: content}) in ``rules_dir``."""
+    return [{"path": "%s/%s" % (str(rules_dir).rstrip("/"), name), "content": monitoring_yaml_text(content, header),
+             "group": group, "mode": "0640", "kind": "prometheus_rules"} for name, content in rule_files.items()]
+
+
+def monitoring_extra_rule_items(paths, contents, rules_dir, group):
+    """The user's rule files (controller ``paths``, their ``contents``) as extra-<name> in ``rules_dir``."""
+    return [{"path": "%s/extra-%s" % (str(rules_dir).rstrip("/"), os.path.basename(str(path))), "content": content,
+             "group": group, "mode": "0640", "kind": "prometheus_rules"} for path, content in zip(paths, contents)]
+
+
+def _files_call(function, *args):
+    try:
+        return function(*args)
+    except monitoring_files.FilesError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def monitoring_managed_files(files):
+    """The files as pdserve.sglang.managed_files takes them."""
+    return _files_call(monitoring_files.managed, files)
+
+
+def monitoring_file_checks(files, changed_paths):
+    """[{path, content, argv}] of the changed files a tool must accept first."""
+    return _files_call(monitoring_files.checks, files, changed_paths)
+
+
+def monitoring_file_actions(files, changed_paths):
+    """The handlers (listen names) the changed files notify."""
+    return _files_call(monitoring_files.actions, files, changed_paths)
+
+
+def monitoring_secret_values(values):
+    return monitoring_files.secret_values(values)
+
+
+def monitoring_package_specs(wanted, source, deb_files):
+    """What must be installed for ``wanted``: names (apt) or name=version of the .deb files the install takes."""
+    return monitoring_host_state.package_specs(wanted, source, deb_files)
+
+
+def monitoring_deb_selection(deb_files, wanted):
+    """The .deb files installed together for ``wanted``: the dependencies and the wanted service packages."""
+    return monitoring_host_state.deb_selection(deb_files, wanted)
+
+
 class FilterModule(object):
     """pdserve.sglang monitoring filters."""
 
@@ -80,4 +159,16 @@ class FilterModule(object):
             "monitoring_exporter_bind": monitoring_exporter_bind,
             "monitoring_expected_gpus": monitoring_expected_gpus,
             "monitoring_rule_files": monitoring_rule_files,
+            "monitoring_listen_address": monitoring_listen_address,
+            "monitoring_local_url": monitoring_local_url,
+            "monitoring_dashboard_files": monitoring_dashboard_files,
+            "monitoring_yaml_text": monitoring_yaml_text,
+            "monitoring_rule_items": monitoring_rule_items,
+            "monitoring_extra_rule_items": monitoring_extra_rule_items,
+            "monitoring_managed_files": monitoring_managed_files,
+            "monitoring_file_checks": monitoring_file_checks,
+            "monitoring_file_actions": monitoring_file_actions,
+            "monitoring_secret_values": monitoring_secret_values,
+            "monitoring_package_specs": monitoring_package_specs,
+            "monitoring_deb_selection": monitoring_deb_selection,
         }

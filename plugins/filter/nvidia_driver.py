@@ -4,7 +4,8 @@
 """Filters of the nvidia_driver role: thin wrappers over module_utils (the logic and its tests live there).
 
 ``nvidia_driver_plan`` derives packages, apt pins and the apt state from the role's settings;
-``openpgp_fingerprints`` reads the fingerprints of an armored signing key before apt trusts it.
+``openpgp_fingerprints`` reads the fingerprints of an armored signing key before apt trusts it;
+``nvidia_driver_refusal`` is the preflight's failure message, written like every other domain's (problems.report).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver import policy as nvidia_driver_policy
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver import openpgp
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 
 
 def nvidia_driver_plan(settings):
@@ -31,6 +33,12 @@ def openpgp_fingerprints(key_text):
         raise AnsibleFilterError("openpgp_fingerprints: %s" % to_text(exc))
 
 
+def nvidia_driver_refusal(problems, host):
+    """The refusal of ``host`` for the driver preflight's problems ([{variable, message, fix}])."""
+    items = [dict(p, host=p.get("host") or host) for p in problems or []]
+    return report(items, "nvidia_driver preflight of %s (nothing was changed)" % host)
+
+
 class FilterModule(object):
     """pdserve.sglang nvidia_driver filters."""
 
@@ -38,4 +46,5 @@ class FilterModule(object):
         return {
             "nvidia_driver_plan": nvidia_driver_plan,
             "openpgp_fingerprints": openpgp_fingerprints,
+            "nvidia_driver_refusal": nvidia_driver_refusal,
         }

@@ -319,3 +319,22 @@ def inventory_settings(host_vars, groups, options):
         (h, _first_set(host_vars.get(h) or {}, "nvidia_driver_expected_gpu_count", "pdserve_expected_gpu_count"))
         for h in gpu_hosts)
     return settings
+
+
+# The dashboards the role ships (files/dashboards/<name>.json), in the order Grafana lists them.
+DASHBOARDS = ("pdserve-sglang-pd", "pdserve-router", "pdserve-gpu", "pdserve-host")
+
+
+def listen_address(bind, port):
+    """``host:port`` a service listens on (``--web.listen-address``, ``-a``), IPv6 literals in brackets."""
+    return _join(bind, port)
+
+
+def local_url(bind, port, tls=False):
+    """The URL a process on the same host reaches a service bound to ``bind`` at (loopback for a wildcard)."""
+    return "%s://%s" % ("https" if tls else "http", _join(local_host(bind), port))
+
+
+def dashboard_files(dest_dir, read):
+    """``[{path, content}]``: each shipped dashboard under ``dest_dir``; ``read(name)`` gives a dashboard's JSON."""
+    return [{"path": "%s/%s.json" % (str(dest_dir).rstrip("/"), name), "content": read(name)} for name in DASHBOARDS]

@@ -176,3 +176,26 @@ def test_inventory_settings_read_the_driver_layers_expected_gpu_count():
     assert settings["exporter_hosts"] == {"g3": "192.168.1.3"}
     topo = build_topology({}, {}, defaults=TOPOLOGY_DEFAULTS)
     assert mt.expected_gpu_counts(topo, settings) == {"g1": 8, "g2": 4, "g3": None}
+
+
+@pytest.mark.parametrize("bind,port,listen,local", [
+    ("127.0.0.1", 9090, "127.0.0.1:9090", "http://127.0.0.1:9090"),
+    ("0.0.0.0", 9090, "0.0.0.0:9090", "http://127.0.0.1:9090"),
+    ("", 9090, ":9090", "http://127.0.0.1:9090"),
+    ("::", 9090, "[::]:9090", "http://[::1]:9090"),
+    ("fd00::5", 9100, "[fd00::5]:9100", "http://[fd00::5]:9100"),
+    ("10.0.0.5", 9100, "10.0.0.5:9100", "http://10.0.0.5:9100"),
+])
+def test_listen_address_and_local_url_bracket_ipv6_once(bind, port, listen, local):
+    assert mt.listen_address(bind, port) == listen
+    assert mt.local_url(bind, port) == local
+
+
+def test_local_url_with_tls():
+    assert mt.local_url("::1", 9090, tls=True) == "https://[::1]:9090"
+
+
+def test_dashboard_files_are_every_shipped_dashboard_under_the_directory():
+    out = mt.dashboard_files("/var/lib/grafana/dashboards/pdserve/", lambda name: "{%s}" % name)
+    assert [f["path"] for f in out] == ["/var/lib/grafana/dashboards/pdserve/%s.json" % n for n in mt.DASHBOARDS]
+    assert out[0]["content"] == "{pdserve-sglang-pd}"
