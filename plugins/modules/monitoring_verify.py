@@ -82,7 +82,9 @@ EXAMPLES = r"""
 - name: Check the monitoring host's Prometheus
   pdserve.sglang.monitoring_verify:
     url: http://127.0.0.1:9090
-    expected_targets: "{{ hostvars | pdserve.sglang.serving_topology(groups, sglang_topology_defaults) | pdserve.sglang.monitoring_targets(inventory_hostname, __settings) }}"
+    expected_targets: >-
+      {{ hostvars | pdserve.sglang.serving_topology(groups, sglang_topology_defaults)
+         | pdserve.sglang.monitoring_targets(inventory_hostname, __settings) }}
     timeout: 120
   register: __prometheus
 
