@@ -203,11 +203,11 @@ def local_part(work, state, transport, args):
     site = os.path.join(ROOT, "site.yml")
     runs = {"full": ansible("full cold rollout", LOCAL_INVENTORY, site, extra_file)}
     runs["idempotent_all"] = [ansible("idempotent rerun", LOCAL_INVENTORY, site, extra_file)
-                              for _ in range(args.repeat)]
+                              for _run in range(args.repeat)]
     runs["router"] = ansible("--tags router", LOCAL_INVENTORY, site, extra_file,
                              ["--tags", "router", "-e", "@" + router_extra])
     runs["serving_all"] = []
-    for _ in range(args.repeat):
+    for _run in range(args.repeat):
         remove_units(container)
         runs["serving_all"].append(ansible("serving cold rollout", LOCAL_INVENTORY, site, extra_file))
     # The goals are judged on the median run of each repeated figure.

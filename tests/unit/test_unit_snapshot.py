@@ -44,7 +44,7 @@ def test_rendered_units_match_the_snapshot(inventory, tmp_path):
         shutil.copytree(tmp_path, expected)
     assert _tree(tmp_path), "the render playbook wrote nothing"
     assert _tree(tmp_path) == _tree(expected)
-    _, mismatch, errors = filecmp.cmpfiles(expected, tmp_path, _tree(expected), shallow=False)
+    _match, mismatch, errors = filecmp.cmpfiles(expected, tmp_path, _tree(expected), shallow=False)
     assert not errors
     for name in mismatch:
         assert (tmp_path / name).read_text() == (expected / name).read_text(), name

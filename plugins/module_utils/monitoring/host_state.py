@@ -58,7 +58,7 @@ def missing_packages(specs: list, installed: dict) -> list:
     """The specs (``name``, ``name=version``, the version may hold ``*``) that are not installed at that version."""
     out = []
     for spec in specs or []:
-        name, _, version = str(spec).partition("=")
+        name, _sep, version = str(spec).partition("=")
         have = installed.get(name)
         if have is None or (version and not fnmatch.fnmatchcase(_strip_epoch(have), _strip_epoch(version))):
             out.append(str(spec))

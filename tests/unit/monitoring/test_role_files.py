@@ -6,6 +6,7 @@ accepted by the real promtool and amtool, and what each host is asked to have be
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -21,8 +22,20 @@ EVERYTHING = {"monitoring_alertmanager_enabled": True, "monitoring_grafana_sourc
               "monitoring_node_exporter_scrape_auth": {"basic_auth": {"username": "prom", "password": "scrape-s3cret"}}}
 
 
-def _layout(inventory, extra=None):
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+@pytest.fixture(scope="module")
+def layout_roles(tmp_path_factory):
+    """A roles path with the role "layout": its task (layout/main.yml) and, linked, the monitoring role's templates and
+    files, so a template lookup finds them as in the role's own tasks (made here: the collection ships no links)."""
+    role = tmp_path_factory.mktemp("roles") / "layout"
+    (role / "tasks").mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "tests", "unit", "monitoring", "layout", "main.yml"), str(role / "tasks" / "main.yml"))
+    for name in ("templates", "files"):
+        os.symlink(os.path.join(ROOT, "roles", "monitoring", name), str(role / name))
+    return str(role.parent)
+
+
+def _layout(roles_path, inventory, extra=None):
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_ROLES_PATH=roles_path)
     env.setdefault("ANSIBLE_COLLECTIONS_PATH", os.path.join(ROOT, ".cache", "collections"))
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
             os.path.join(ROOT, "tests", "unit", "monitoring", "files.yml"), "-i", "inventories/%s" % inventory,
@@ -36,9 +49,9 @@ def _layout(inventory, extra=None):
 
 
 @pytest.fixture(scope="module")
-def layouts():
-    out = dict((inventory, _layout(inventory)) for inventory in ("local", "multinode", "blackwell"))
-    out["everything"] = _layout("local", EVERYTHING)
+def layouts(layout_roles):
+    out = dict((inventory, _layout(layout_roles, inventory)) for inventory in ("local", "multinode", "blackwell"))
+    out["everything"] = _layout(layout_roles, "local", EVERYTHING)
     return out
 
 
