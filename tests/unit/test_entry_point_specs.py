@@ -1,14 +1,13 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Each entry point's argument spec lists exactly the role's public variables that entry point reads.
-
-For an entry point E of a role R, what E reads is found in text: tasks/E.yml, every task file of R it includes or
-imports (transitively; a templated file name matches every file it can name), the templates those files render, the
+"""Each entry point's argument spec lists exactly the role's public variables that entry point reads. For an entry
+point E of a role R, what E reads is found in text: tasks/E.yml, every task file of R it includes or imports
+(transitively; a templated file name matches every file it can name), the templates those files render, the
 vars/<os>.yml files where they include vars, and, transitively, the entries of R's vars/main.yml and
 defaults/main.yml that those texts name (and HOSTVARS: names R's Python reads from every host). In that text a
-variable of R is a name ``R_[a-z0-9_]+`` that does not start with ``_`` (private values and registered results), is not an attribute or a plugin name (preceded by
-``.``), not a file the role ships (followed by ``.sh``, ``.py``, ...) and not a prefix (ending in ``_``); comment
-lines are not read. Then
+variable of R is a name ``R_[a-z0-9_]+`` that does not start with ``_`` (private values and registered results), is
+not an attribute or a plugin name (preceded by ``.``), not a file the role ships (followed by ``.sh``, ``.py``, ...)
+and not a prefix (ending in ``_``); comment lines are not read. Then
 (a) every variable E reads is an option of E: one that is not would never be validated, and
 (b) every option of E is read by E: a copied block of options that E never reads documents nothing; except for
     ``main``, which documents every default (tests/unit/test_argument_specs.py).
