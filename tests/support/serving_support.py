@@ -74,6 +74,7 @@ def one_host_vars():
     return {"box": {"sglang_prefill_instances": [{"name": "prefill", "port": 30000, "bootstrap_port": 8998}],
                     "sglang_decode_instances": [{"name": "decode", "port": 30002}]}}
 
+
 # Workers as the router's GET /workers lists them (sglang-router 0.3.2): two prefill, two decode on two hosts.
 P0 = {"url": "http://10.0.0.11:30000", "worker_type": "prefill", "bootstrap_port": 8998}
 P1 = {"url": "http://10.0.0.11:30010", "worker_type": "prefill", "bootstrap_port": 8999}
@@ -87,6 +88,8 @@ def instance(raw, mode, inventory_host="blackwell", **fields):
     (inst,), problems = normalize([dict(copy.deepcopy(raw), **fields)], mode, inventory_host)
     assert problems == [], problems
     return inst
+
+
 _NAME_ONLY = re.compile(r"^\{\{ *([a-z_][a-z0-9_]*) *\}\}$")
 
 

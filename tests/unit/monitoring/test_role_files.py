@@ -87,8 +87,8 @@ def test_gpu_hosts_get_the_gpu_exporter_files_and_the_router_only_the_node_expor
     assert prefill["/etc/dcgm-exporter/pdserve-counters.csv"]["content"].startswith("#")
     dropin = prefill["/etc/systemd/system/nvidia-dcgm-exporter.service.d/pdserve.conf"]["content"]
     assert '"-a" "10.0.0.11:9400"' in dropin
-    assert multinode["gpu-prefill-1"]["exporter_units"] == ["prometheus-node-exporter.service",
-                                                           "nvidia-dcgm-exporter.service"]
+    assert multinode["gpu-prefill-1"]["exporter_units"] == [
+        "prometheus-node-exporter.service", "nvidia-dcgm-exporter.service"]
     assert multinode["gpu-prefill-1"]["exporter_specs"] == ["prometheus-node-exporter", "datacenter-gpu-manager-exporter"]
     assert list(_by_path(multinode["router-1"]["exporter_files"])) == ["/etc/default/prometheus-node-exporter"]
     assert multinode["gpu-prefill-1"]["main_files"] == []

@@ -73,8 +73,8 @@ def test_a_target_is_matched_by_its_instance_label_without_discovered_labels():
 
 
 def test_judge_rules():
-    groups = [{"name": "g1", "file": "a.yml", "rules": [{"name": "A", "health": "ok"}, {"name": "B", "health": "err",
-                                                                                       "lastError": "bad"}]},
+    groups = [{"name": "g1", "file": "a.yml",
+               "rules": [{"name": "A", "health": "ok"}, {"name": "B", "health": "err", "lastError": "bad"}]},
               {"name": "g2", "file": "b.yml", "rules": [{"name": "C", "health": "unknown"}]}, {"name": "g3"}]
     total, bad = P.judge_rules(groups)
     assert total == 3

@@ -138,8 +138,8 @@ def test_removed_settings_come_after_the_changed_ones():
     unit_a, env_a = render(dict(INSTANCE, extra_args=["--chunked-prefill-size", "8192"]),
                            hardening={"NoNewPrivileges": True, "ProtectHome": "read-only"},
                            env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "UCX_NET_DEVICES": "mlx5_0:1"})
-    unit_b, env_b = render(dict(INSTANCE, mem_fraction_static=0.8), env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX",
-                                                                        "NCCL_DEBUG": "WARN"})
+    unit_b, env_b = render(dict(INSTANCE, mem_fraction_static=0.8),
+                           env={"SGLANG_DISAGGREGATION_NIXL_BACKEND": "UCX", "NCCL_DEBUG": "WARN"})
     assert rp.unit_reasons(unit_a, unit_b, env_a, env_b) == [
         "unit --mem-fraction-static, --chunked-prefill-size, ProtectHome", "env NCCL_DEBUG, UCX_NET_DEVICES"]
 

@@ -359,7 +359,8 @@ def test_router_on_another_host_cannot_reach_loopback_workers():
 
 def test_only_the_remote_routers_are_named():
     host_vars = {"gpu1": {"sglang_prefill_instances": [PREFILL], "sglang_decode_instances": [DECODE]}, "edge": {}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"], "sglang_router": ["gpu1", "edge"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = T.build_topology(host_vars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"],
+                                            "sglang_router": ["gpu1", "edge"]}, defaults=TOPOLOGY_DEFAULTS)
     assert [m for _h, _v, m in messages(topology)] == [
         "the router on edge cannot reach http://127.0.0.1:30000: it is served on 127.0.0.1, a loopback address of gpu1",
         "the router on edge cannot reach http://127.0.0.1:30002: it is served on 127.0.0.1, a loopback address of gpu1",

@@ -89,8 +89,6 @@ def router_settings(**overrides):
     return settings
 
 
-
-
 # --- reading the files back as systemd does -------------------------------------------------------------
 
 def _unescape(text, i):
