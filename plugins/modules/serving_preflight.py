@@ -84,6 +84,22 @@ options:
         description: Free GiB wanted on the filesystem of O(server.home); V(0) skips the check.
         type: float
         default: 0
+  server_settings:
+    description:
+      - The settings the server role renders its units from (its C(_sglang_server_settings)); every value the unit
+        renderer would refuse (control characters, a launch command that is not an absolute path, hardening options or
+        values systemd does not take, environment names) is a problem naming the variable.
+      - Omit it to skip these checks.
+    type: dict
+  router_settings:
+    description:
+      - The same for the router role's settings (its C(_sglang_router_settings) without the API key), judged on a host
+        that runs a router.
+    type: dict
+  router_api_key:
+    description:
+      - The router's API key, judged with O(router_settings) (never shown: no problem message holds it).
+    type: str
   users:
     description:
       - Service users whose sockets count as this collection's own when C(/proc) does not show a socket's process.
@@ -235,6 +251,9 @@ def argument_spec():
             home=dict(type="path", default="/var/lib/sglang"),
             min_free_gb=dict(type="float", default=0),
         )),
+        server_settings=dict(type="dict"),
+        router_settings=dict(type="dict"),
+        router_api_key=dict(type="str", no_log=True),
         users=dict(type="list", elements="str", default=["sglang"]),
         paths=dict(type="list", elements="dict", default=[], options=dict(
             var=dict(type="str", required=True),
@@ -325,7 +344,11 @@ def run_module():
         observed["home_free_gb"] = host_observe.free_gib(server["home"]) if server["min_free_gb"] else None
 
     server = dict(params["server"], own_uids=_uids(params["users"]))
-    problems = found + judge(host, topology, params["model"] if instances else None, server, observed)
+    router_settings = params["router_settings"]
+    if router_settings is not None and params["router_api_key"]:
+        router_settings = dict(router_settings, api_key=params["router_api_key"])
+    units = {"server": params["server_settings"], "router": router_settings}
+    problems = found + judge(host, topology, params["model"] if instances else None, server, observed, units)
     result = dict(
         changed=False,
         problems=problems,
