@@ -98,7 +98,7 @@ options:
     type: dict
   router_api_key:
     description:
-      - The router's API key, judged with O(router_settings) (never shown: no problem message holds it).
+      - The router's API key, judged with O(router_settings); no problem message or output shows it.
     type: str
   users:
     description:
