@@ -15,7 +15,9 @@ import difflib
 import re
 from typing import Any, Dict, Iterable, List, Optional
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# C0 controls and DEL: none fits on one line of a unit or environment file.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def problem(host: Any, variable: Optional[str], message: str, fix: Optional[str]) -> Dict[str, Any]:
@@ -25,17 +27,25 @@ def problem(host: Any, variable: Optional[str], message: str, fix: Optional[str]
 
 def env_problems(host: Any, variable: str, env: Dict[Any, Any]) -> List[Dict[str, Any]]:
     """Problems of an environment mapping that is already a dict: names systemd and the shell accept, and
-    values that fit one line of an environment file (a newline or NUL cannot be written there as such)."""
+    values that fit one line of an environment file (no line break, NUL, tab or other control character)."""
     problems = []
     for name in sorted(env, key=str):
         value = env[name]
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
-            problems.append(problem(host, "%s.%s" % (variable, name), "is not a valid environment variable name",
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            shown = "%s.%s" % (variable, name) if not _CONTROL.search(str(name)) else "%s[%r]" % (variable, name)
+            problems.append(problem(host, shown, "is not a valid environment variable name",
                                     "use letters, digits and underscores, not starting with a digit"))
-        elif isinstance(value, str) and ("\n" in value or "\r" in value or "\0" in value):
-            problems.append(problem(host, "%s.%s" % (variable, name), "holds a line break or NUL character",
+        elif isinstance(value, str) and _CONTROL.search(value):
+            problems.append(problem(host, "%s.%s" % (variable, name), "holds a line break, NUL, tab or other control "
+                                    "character",
                                     "an environment file takes one line per variable: put the value on one line"))
     return problems
+
+
+def control_character(value: Any) -> Optional[str]:
+    """The first control character of ``value`` (as text), or None."""
+    found = _CONTROL.search(str(value))
+    return found.group(0) if found else None
 
 
 def line(item: Dict[str, Any]) -> str:

@@ -84,6 +84,22 @@ options:
         description: Free GiB wanted on the filesystem of O(server.home); V(0) skips the check.
         type: float
         default: 0
+  server_settings:
+    description:
+      - The settings the server role renders its units from (its C(_sglang_server_settings)); every value the unit
+        renderer would refuse (control characters, a launch command that is not an absolute path, hardening options or
+        values systemd does not take, environment names) is a problem naming the variable.
+      - Omit it to skip these checks.
+    type: dict
+  router_settings:
+    description:
+      - The same for the router role's settings (its C(_sglang_router_settings) without the API key), judged on a host
+        that runs a router.
+    type: dict
+  router_api_key:
+    description:
+      - The router's API key, judged with O(router_settings); no problem message or output shows it.
+    type: str
   users:
     description:
       - Service users whose sockets count as this collection's own when C(/proc) does not show a socket's process.
@@ -128,6 +144,14 @@ options:
       - The C(nvidia-smi) to run (for recorded data, a program that replays a capture). Default, searched on E(PATH)
         and in the driver's usual directories.
     type: path
+  scope:
+    description:
+      - V(all) judges the host's whole part of the topology against the host, and the settings given.
+      - V(settings) judges only O(server_settings) and O(router_settings), reading nothing on the host (for the second
+        role of a host whose other role's call judged the host already).
+    type: str
+    choices: [all, settings]
+    default: all
   fail_on_problems:
     description:
       - Fail when a problem is found. V(false) returns the problems for the caller to report.
@@ -217,7 +241,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import gpu as gpu_utils
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import bind_addresses, judge
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import bind_addresses, judge, unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import host_part
 
 NVIDIA_SMI_DIRS = list(gpu_utils.NVIDIA_SMI_DIRS)
@@ -235,6 +259,9 @@ def argument_spec():
             home=dict(type="path", default="/var/lib/sglang"),
             min_free_gb=dict(type="float", default=0),
         )),
+        server_settings=dict(type="dict"),
+        router_settings=dict(type="dict"),
+        router_api_key=dict(type="str", no_log=True),
         users=dict(type="list", elements="str", default=["sglang"]),
         paths=dict(type="list", elements="dict", default=[], options=dict(
             var=dict(type="str", required=True),
@@ -244,6 +271,7 @@ def argument_spec():
         gpu_facts=dict(type="str", choices=["auto", "always", "never"], default="auto"),
         sysfs_root=dict(type="path", default="/"),
         nvidia_smi_path=dict(type="path"),
+        scope=dict(type="str", choices=["all", "settings"], default="all"),
         fail_on_problems=dict(type="bool", default=True),
     )
 
@@ -299,6 +327,21 @@ def run_module():
             module.fail_json(msg="topology has no %r: pass the result of the pdserve.sglang.serving_topology filter" % key)
     entry, _mine = host_part(topology, host)
     instances = entry["prefill"] + entry["decode"]
+    router_settings = params["router_settings"]
+    if router_settings is not None and params["router_api_key"]:
+        router_settings = dict(router_settings, api_key=params["router_api_key"])
+    if params["scope"] == "settings":
+        problems = []
+        if instances:
+            problems += unit_problems(host, "server", params["server_settings"])
+        if entry["router"] is not None:
+            problems += unit_problems(host, "router", router_settings)
+        result = dict(changed=False, problems=problems, problem_lines=[line(p) for p in problems],
+                      skipped=[{"check": "the host", "reason": "scope is settings"}], recorded=False, gpus=[],
+                      numa_nodes=[], instances=[i["name"] for i in instances], router=entry["router"] is not None)
+        if problems and params["fail_on_problems"]:
+            module.fail_json(msg=report(problems), **result)
+        module.exit_json(**result)
     recorded = params["sysfs_root"] not in ("/", "")
     sysfs = gpu_utils.SysfsReader(params["sysfs_root"])
     skipped = []
@@ -325,7 +368,8 @@ def run_module():
         observed["home_free_gb"] = host_observe.free_gib(server["home"]) if server["min_free_gb"] else None
 
     server = dict(params["server"], own_uids=_uids(params["users"]))
-    problems = found + judge(host, topology, params["model"] if instances else None, server, observed)
+    units = {"server": params["server_settings"], "router": router_settings}
+    problems = found + judge(host, topology, params["model"] if instances else None, server, observed, units)
     result = dict(
         changed=False,
         problems=problems,

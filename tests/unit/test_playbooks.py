@@ -83,7 +83,7 @@ def test_preflight_tag_only_judges():
     output = _playbook("-i", "inventories/multinode", "--list-tasks", "--tags", "preflight")
     names = [task for _play, task in _tasks(output)]
     assert "Judge a host with model servers (and its router, if it has one)" in names, names
-    assert "Judge a router-only host" in names, names
+    assert "Judge a router host" in names, names
     assert "Judge the install settings against the host" in names, names
     # Every task selected carries the preflight tag (argument validation aside): nothing that changes a host.
     for line in output.splitlines():

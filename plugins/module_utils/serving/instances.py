@@ -16,7 +16,7 @@ import ipaddress
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import control_character, env_problems, problem, suggest
 
 MODES = ("prefill", "decode")
 UNIT_PREFIX = "sglang-"
@@ -37,7 +37,8 @@ def is_loopback(host: Any) -> bool:
         return False
 
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Matched whole (fullmatch): a $-anchored pattern would let a trailing newline through.
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _INTEGER_KEYS = ("port", "bootstrap_port", "dist_init_port", "tp_size", "numa_node", "context_length")
 _HOST_KEYS = ("host", "advertise_host", "dist_init_host")
 KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env") + _INTEGER_KEYS + _HOST_KEYS
@@ -105,7 +106,8 @@ def _check_fields(raw, var, host, problems):
                                     "drop it to use sglang_model_context_length"))
     for key in _HOST_KEYS:
         value = raw.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
+        if value is not None and (not isinstance(value, str) or not value.strip() or control_character(value)
+                                  or any(c.isspace() for c in value)):
             problems.append(problem(host, "%s.%s" % (var, key), "must be a host name or address, got %s %r"
                                     % (_type_name(value), value), "write an address such as 10.0.0.11"))
     if "port" not in raw or raw.get("port") is None:
@@ -128,6 +130,12 @@ def _check_fields(raw, var, host, problems):
                               or any(isinstance(a, (dict, list, tuple)) or a is None for a in extra)):
         problems.append(problem(host, "%s.extra_args" % var, "must be a list of strings, got %r" % (extra,),
                                 "one word per item, e.g. [--chunked-prefill-size, 8192]"))
+    elif extra is not None:
+        for index, word in enumerate(extra):
+            if control_character(word):
+                problems.append(problem(host, "%s.extra_args[%d]" % (var, index), "holds the control character %r, which "
+                                        "would end or cut its line in the unit" % control_character(word),
+                                        "one word per item, on one line"))
     env = raw.get("env")
     if env is not None and (not isinstance(env, dict)
                             or any(isinstance(v, (dict, list, tuple)) or v is None for v in env.values())):
@@ -165,7 +173,7 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
             continue
         name = raw.get("name")
         var = "%s[%s]" % (variable, name if name is not None else "#%d" % index)
-        if not isinstance(name, str) or not _NAME_RE.match(name):
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             problems.append(problem(inventory_host, "%s.name" % var, "is %r, not a valid instance name" % (name,),
                                     "use letters, digits, '.', '_' or '-' (the unit is sglang-<name>.service)"))
         _check_fields(raw, var, inventory_host, problems)

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import control_character, env_problems, problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.sglang_choices import (
     PARSER_PAIRS,
     REASONING_PARSERS,
@@ -29,13 +29,24 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
     is_int,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import host_part
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.unit_values import settings_problems
 
 NUMA_BINDINGS = ("numactl", "sglang", "none")
+
+
+# The shared model settings written into ExecStart= words: one line each.
+_MODEL_WORDS = ("model_path", "served_model_name", "chat_template", "reasoning_parser", "tool_call_parser", "transfer_backend")
 
 
 def model_problems(host: str, model: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The shared model settings (sglang_model_*): parser names and their pairing, backend, context, path."""
     problems = []
+    for key in _MODEL_WORDS:
+        char = control_character(model.get(key)) if isinstance(model.get(key), str) else None
+        if char:
+            problems.append(problem(host, "sglang_model_" + key.replace("model_path", "path").replace("served_model_name", "served_name"),
+                                    "holds the control character %r, which would end or cut its line in the unit" % char,
+                                    "write the value on one line, without control characters"))
     reasoning = model.get("reasoning_parser")
     tool = model.get("tool_call_parser")
     if reasoning and reasoning not in REASONING_PARSERS:
@@ -71,6 +82,12 @@ def model_problems(host: str, model: Dict[str, Any]) -> List[Dict[str, Any]]:
                               or any(isinstance(a, (dict, list, tuple)) or a is None for a in value)):
         problems.append(problem(host, "sglang_model_extra_args", "must be a list of strings, got %r" % (value,),
                                 "one word per item, e.g. [--chunked-prefill-size, 8192]"))
+    elif value is not None:
+        for index, word in enumerate(value):
+            if control_character(word):
+                problems.append(problem(host, "sglang_model_extra_args[%d]" % index, "holds the control character %r, "
+                                        "which would end or cut its line in the unit" % control_character(word),
+                                        "one word per item, on one line"))
     for key in ("env", "transfer_env"):
         value = model.get(key)
         if value is not None and not isinstance(value, dict):
@@ -167,8 +184,24 @@ def bind_addresses(entry: Dict[str, Any]) -> List[str]:
     return sorted(result)
 
 
+# Unit settings of each role, by the key the role passes them under -> the variable an operator sets.
+UNIT_SETTING_NAMES = {
+    "server": ("sglang_server_", {"hardening": "sglang_server_systemd_hardening_overrides",
+                                  "env": "sglang_server_env (or sglang_server_transfer_env)"}),
+    "router": ("sglang_router_", {"hardening": "sglang_router_systemd_hardening_overrides"}),
+}
+
+
+def unit_problems(inventory_host: str, role: str, settings: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """What the renderer would refuse in a role's unit settings (module_utils/serving/unit_values.py), as problems."""
+    if not settings:
+        return []
+    prefix, names = UNIT_SETTING_NAMES[role]
+    return [problem(inventory_host, variable, message, fix) for variable, message, fix in settings_problems(settings, prefix, names)]
+
+
 def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[str, Any]], server: Dict[str, Any],
-          observed: Dict[str, Any]) -> List[Dict[str, Any]]:
+          observed: Dict[str, Any], units: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """Every problem of one host. ``model`` None: no model checks (the host serves no model).
 
     ``server``: numa_binding, numactl_path, no_new_privileges (bool), min_free_gb, home,
@@ -176,6 +209,8 @@ def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[st
     ``observed``: gpus (list or None), numa_nodes (list of ids or None), listeners (list or None),
     addresses ({address: (ok, why)} or None), paths ([{var, path, exists}] or None), numactl (bool or None),
     nvidia_uvm (bool or None), home_free_gb (float or None).
+    ``units``: {"server": settings, "router": settings}, the settings each role renders its units from; every value
+    the renderer would refuse is a problem naming the variable.
     """
     entry, problems = host_part(topology, inventory_host)
     problems = list(problems)
@@ -190,6 +225,9 @@ def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[st
             problems.extend(model_problems(inventory_host, model))
         for inst in instances:
             problems.extend(_gpu_problems(inventory_host, inst, numa_binding, observed))
+        problems.extend(unit_problems(inventory_host, "server", (units or {}).get("server")))
+    if entry["router"] is not None:
+        problems.extend(unit_problems(inventory_host, "router", (units or {}).get("router")))
     if observed.get("listeners") is not None:
         problems.extend(_listener_problems(inventory_host, host_ports(instances, entry["router"]),
                                            observed["listeners"], set(server.get("own_uids") or [])))

@@ -20,15 +20,28 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline imp
     router_args,
     server_args,
 )
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit_values as V
 
 # Flags and paths are written bare for readability; anything else is quoted.
-_BARE_WORD = re.compile(r"^(--?[A-Za-z0-9]|/)[A-Za-z0-9_.,:/=+-]*$")
+_BARE_WORD = re.compile(r"(--?[A-Za-z0-9]|/)[A-Za-z0-9_.,:/=+-]*")
 HEADER = "# Ansible managed (pdserve.sglang): local changes are overwritten on the next run."
 SERVER_MARKER = "# pdserve.sglang.sglang_server mode=%s"
 ROUTER_MARKER = "# pdserve.sglang.sglang_router"
 # What a unit runs, first in its env file as PDSERVE_<FIELD>: a new version, venv or model revision changes the file,
 # so the unit restarts and the restart plan names the field (module_utils/serving/restart_plan.py).
 FINGERPRINT_FIELDS = ("sglang", "sglang_router", "venv", "model")
+# Settings whose values systemd expands specifiers in: a % of the value is written %%.
+SPECIFIER_SETTINGS = ("Description", "WorkingDirectory", "EnvironmentFile", "ReadWritePaths", "CacheDirectory",
+                      "After", "Wants")
+
+
+class UnitValueError(ValueError):
+    """A value that cannot be written into a unit or env file; the message names the variable behind it."""
+
+
+def _refuse(unit: str, variable: str, why: str):
+    raise UnitValueError("cannot render %s: %s %s (the preflight names the inventory variable and the fix: "
+                         "--tags preflight)" % (unit, variable, why))
 
 
 def fingerprint_variables(fingerprint: Optional[Dict[str, Any]]) -> List[Tuple[str, Any]]:
@@ -45,49 +58,59 @@ def _text(value):
 
 
 def systemd_quote(value: Any) -> str:
-    """One word of an ExecStart= line: double quotes, with \\, ", % and $ escaped for systemd."""
-    text = _text(value).replace("\\", "\\\\").replace('"', '\\"')
-    text = text.replace("%", "%%").replace("$", "$$").replace("\n", "\\n")
+    """One word of an ExecStart= line: double quotes, with \\, ", % and $ escaped for systemd.
+
+    A control character is refused (UnitValueError), never escaped: no value this collection writes has one.
+    """
+    text = _text(value)
+    why = V.control_message(text)
+    if why:
+        raise UnitValueError("an ExecStart word %s: %r" % (why, text))
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
     return '"%s"' % text
 
 
 def env_quote(value: Any) -> str:
-    """One value of an EnvironmentFile= line (KEY="value")."""
-    text = _text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return '"%s"' % text
+    """One value of an EnvironmentFile= line (KEY="value"); a control character is refused (UnitValueError)."""
+    text = _text(value)
+    why = V.control_message(text)
+    if why:
+        raise UnitValueError("an environment value %s: %r" % (why, text))
+    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def exec_word(value: Any) -> str:
+    """A value word of an ExecStart= line: quoted, except exactly ``${NAME}``, left for systemd to expand."""
+    text = _text(value)
+    if V.ENV_REFERENCE.fullmatch(text):
+        return '"%s"' % text
+    return systemd_quote(text)
 
 
 def exec_start(first: List[Any], lines: List[List[Any]]) -> str:
     """``ExecStart=`` with ``first`` (the executable and its leading words) and one line per flag."""
-    head = [first[0]] + [systemd_quote(word) for word in first[1:]]
+    why = V.executable_problem(first[0]) if first else "is empty"
+    if why:
+        raise UnitValueError("the program of ExecStart= %s" % why)
+    head = [str(first[0]).replace("%", "%%")] + [systemd_quote(word) for word in first[1:]]
     rows = ["ExecStart=" + " ".join(head)]
     for line in lines:
         flag = str(line[0])
         # Quoted when extra_args made it a --flag=value word that systemd would split, expand ($) or
         # read as a specifier (%).
-        words = [flag if _BARE_WORD.match(flag) else systemd_quote(flag)]
-        for value in line[1:]:
-            text = str(value)
-            # ${VAR} is systemd's own expansion (the router's API key from its env file): keep it.
-            words.append('"%s"' % text if text.startswith("${") and text.endswith("}") else systemd_quote(value))
+        words = [flag if _BARE_WORD.fullmatch(flag) else systemd_quote(flag)]
+        words += [exec_word(value) for value in line[1:]]
         rows.append("    " + " ".join(words))
     return " \\\n".join(rows)
-
-
-def _hardening(options):
-    rows = []
-    for key in sorted(options or {}):
-        value = options[key]
-        if value is None:
-            continue
-        rows.append((key, ("yes" if value else "no") if isinstance(value, bool) else value))
-    return rows
 
 
 def render_env(marker: str, comment: str, variables: Iterable[Tuple[str, Any]]) -> str:
     """An environment file: the header and marker, a comment, then KEY="value" lines in the given order."""
     out = [HEADER, marker, "# " + comment]
-    out += ["%s=%s" % (key, env_quote(value)) for key, value in variables]
+    for key, value in variables:
+        if not isinstance(key, str) or not V.ENV_NAME.fullmatch(key):
+            raise UnitValueError("an environment variable name is not valid: %r" % (key,))
+        out.append("%s=%s" % (key, env_quote(value)))
     return "\n".join(out) + "\n"
 
 
@@ -101,6 +124,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     model; written first into the env file).
     Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines}.
     """
+    _guard(settings, "sglang_server_", instance["unit"])
     launch = str(settings["launch_command"]).split()
     lines = server_args(instance, model, settings.get("numa_binding", "numactl"), instance.get("metrics", True))
     numactl = settings.get("numa_binding", "numactl") == "numactl" and instance.get("numa_node") is not None
@@ -117,7 +141,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         ("WorkingDirectory", settings["home"]),
         ("EnvironmentFile", env_file),
     ]
-    exec_line = exec_start(first, lines)
+    exec_line = _exec_start_of(instance["unit"], first, lines)
     tail = [
         ("Restart", "on-failure"),
         ("RestartSec", settings["restart_sec"]),
@@ -139,7 +163,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
             ("StartLimitIntervalSec", settings["start_limit_interval_sec"]),
             ("StartLimitBurst", settings["start_limit_burst"]),
         ],
-        service, exec_line, tail, hardening, [("ReadWritePaths", settings["home"])])
+        service, exec_line, tail, hardening, [("ReadWritePaths", settings["home"])], instance["unit"])
     variables = fingerprint_variables(settings.get("fingerprint"))
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
@@ -147,7 +171,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     merged.update(instance.get("env") or {})
     variables += sorted(merged.items())
     unit_path = "%s/%s" % (str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/"), instance["unit"])
-    env_text = render_env(SERVER_MARKER % instance["mode"],
+    env_text = _render_env_of(instance["unit"], SERVER_MARKER % instance["mode"],
                           "Environment of %s: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
                           "instance's own env." % instance["unit"], variables)
     return {
@@ -171,6 +195,7 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
     hf_endpoint, env, fingerprint (dict: sglang_router, venv), and the router flags of
     serving_cmdline.ROUTER_FLAGS/ROUTER_SWITCHES plus extra_args.
     """
+    _guard(settings, "sglang_router_", "sglang-router.service")
     launch = str(settings["launch_command"]).split()
     with_key = bool(settings.get("api_key"))
     lines = router_args(router, workers, settings, api_key=with_key)
@@ -194,7 +219,7 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
             ("EnvironmentFile", env_file),
             ("CacheDirectory", "sglang-router"),
         ],
-        exec_start(launch, lines),
+        _exec_start_of("sglang-router.service", launch, lines),
         [
             ("Restart", "on-failure"),
             ("RestartSec", settings["restart_sec"]),
@@ -202,7 +227,7 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
             ("TimeoutStopSec", settings["timeout_stop_sec"]),
             ("LimitNOFILE", settings["limit_nofile"]),
         ],
-        dict(settings.get("hardening") or {}), [])
+        dict(settings.get("hardening") or {}), [], "sglang-router.service")
     variables = fingerprint_variables(settings.get("fingerprint"))
     variables.append(("HF_HOME", "/var/cache/sglang-router/huggingface"))
     if settings.get("hf_hub_offline"):
@@ -213,7 +238,7 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         variables.append((ROUTER_API_KEY_ENV, settings["api_key"]))
     variables += sorted((settings.get("env") or {}).items())
     unit_path = "%s/sglang-router.service" % str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/")
-    env_text = render_env(ROUTER_MARKER, "Environment of sglang-router.service: what it runs (PDSERVE_*), then its "
+    env_text = _render_env_of("sglang-router.service", ROUTER_MARKER, "Environment of sglang-router.service: what it runs (PDSERVE_*), then its "
                           "settings. Mode 0640: it may hold the API key.",
                           variables)
     return {
@@ -242,14 +267,61 @@ def changed_units(units: List[Dict[str, Any]], changed_paths: Iterable[str]) -> 
     return [u["unit"] for u in units if u["unit_path"] in changed or u["env_file"] in changed]
 
 
-def _render(marker, unit, service, exec_line, tail, hardening, trailing):
+def _guard(settings, prefix, unit):
+    """The renderer's last guard over the role's settings: the first value the preflight would refuse, raised."""
+    found = V.settings_problems(settings, prefix, {"hardening": prefix + "systemd_hardening_overrides"})
+    if found:
+        variable, message, _fix = found[0]
+        _refuse(unit, variable, message)
+
+
+def _exec_start_of(unit, first, lines):
+    for line in lines:
+        for word in line:
+            why = V.control_message(word) if V.is_scalar(word) else "is not a single word"
+            if why:
+                _refuse(unit, "the value of %s (ExecStart=)" % _text(line[0]).encode("unicode_escape").decode(), why)
+    try:
+        return exec_start(first, lines)
+    except UnitValueError as exc:
+        _refuse(unit, "ExecStart=", str(exc))
+
+
+def _render_env_of(unit, marker, comment, variables):
+    try:
+        return render_env(marker, comment, variables)
+    except UnitValueError as exc:
+        # The value itself may be a secret: name the variable only.
+        names = [k for k, v in variables if not isinstance(k, str) or not V.ENV_NAME.fullmatch(k) or V.control_message(v)]
+        _refuse(unit, "the environment variable %r" % (names[0] if names else "?",),
+                "is not a valid name or holds a control character" if names else str(exc))
+
+
+def _lines(unit, pairs):
+    rows = []
+    for key, value in pairs:
+        why = V.setting_problem(key, value)
+        if why:
+            _refuse(unit, "%s=" % key, why)
+        text = _text(value)
+        if key in SPECIFIER_SETTINGS:
+            text = text.replace("%", "%%")
+        rows.append("%s=%s" % (key, text))
+    return rows
+
+
+def _render(marker, unit, service, exec_line, tail, hardening, trailing, name="the unit"):
+    found = V.hardening_problems(hardening)
+    if found:
+        option, message, _fix = found[0]
+        _refuse(name, "the hardening option %s" % option, message)
     out = [HEADER, marker, "[Unit]"]
-    out += ["%s=%s" % (k, v) for k, v in unit]
+    out += _lines(name, unit)
     out += ["", "[Service]"]
-    out += ["%s=%s" % (k, v) for k, v in service]
+    out += _lines(name, service)
     out.append(exec_line)
-    out += ["%s=%s" % (k, v) for k, v in tail]
-    out += ["%s=%s" % (k, v) for k, v in _hardening(hardening)]
-    out += ["%s=%s" % (k, v) for k, v in trailing]
+    out += _lines(name, tail)
+    out += ["%s=%s" % (k, v) for k, v in V.hardening_lines(hardening)]
+    out += _lines(name, [(k, v) for k, v in trailing])
     out += ["", "[Install]", "WantedBy=multi-user.target"]
     return "\n".join(out) + "\n"

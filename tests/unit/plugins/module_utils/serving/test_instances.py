@@ -413,8 +413,13 @@ def test_host_ports_lists_every_port_with_its_variable():
 
 
 @pytest.mark.parametrize("env, name, message", [
-    ({"UCX_TLS": "rc\nshm"}, "UCX_TLS", "holds a line break or NUL character"),
-    ({"A": "x\r"}, "A", "holds a line break or NUL character"),
+    ({"UCX_TLS": "rc\nshm"}, "UCX_TLS", "holds a line break, NUL, tab or other control character"),
+    ({"A": "x\r"}, "A", "holds a line break, NUL, tab or other control character"),
+    ({"A": "x\ty"}, "A", "holds a line break, NUL, tab or other control character"),
+    ({"A": "x\x1b[0m"}, "A", "holds a line break, NUL, tab or other control character"),
+    ({"A": "x\x7f"}, "A", "holds a line break, NUL, tab or other control character"),
+    ({"A": "x\0"}, "A", "holds a line break, NUL, tab or other control character"),
+    ({"BAD\n": "x"}, "['BAD\\n']", "is not a valid environment variable name"),
     ({"1BAD": "x"}, "1BAD", "is not a valid environment variable name"),
     ({"UCX-TLS": "rc"}, "UCX-TLS", "is not a valid environment variable name"),
 ])
@@ -422,9 +427,17 @@ def test_env_that_an_environment_file_cannot_hold(env, name, message):
     """systemd's environment files take one NAME="value" line per variable: a line break in a value would be
     written as a literal backslash-n (another value), a bad name ignored by systemd."""
     problems = one_decode_problem(env=env)
-    assert [(p["variable"], p["message"]) for p in problems] == [("sglang_decode_instances[decode].env.%s" % name, message)]
+    shown = "sglang_decode_instances[decode].env" + (name if name.startswith("[") else "." + name)
+    assert [(p["variable"], p["message"]) for p in problems] == [(shown, message)]
     assert problems[0]["fix"]
 
 
 def test_env_with_plain_values_is_fine():
     assert one_decode_problem(env={"UCX_NET_DEVICES": "mlx5_0:1", "NCCL_DEBUG": "INFO", "SGLANG_X": 1}) == []
+
+
+@pytest.mark.parametrize("name", ["decode\n", "decode\nExecStartPre=+/bin/sh", "de code", "decode\t"])
+def test_an_instance_name_is_matched_whole(name):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
+    _instances, problems = normalize([dict(name=name, port=30002)], "decode", "h")
+    assert any(p["variable"].endswith(".name") for p in problems), problems

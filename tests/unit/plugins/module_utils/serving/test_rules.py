@@ -470,6 +470,6 @@ def test_all_problems_are_reported_at_once():
 def test_model_env_values_fit_an_environment_file():
     problems = R.model_problems("h", dict(MODEL, env={"A": "one\ntwo"}, transfer_env={"bad name": "x"}))
     assert pairs(problems) == [
-        ("sglang_model_env.A", "holds a line break or NUL character"),
+        ("sglang_model_env.A", "holds a line break, NUL, tab or other control character"),
         ("sglang_model_transfer_env.bad name", "is not a valid environment variable name"),
     ]

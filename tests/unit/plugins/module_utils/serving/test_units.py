@@ -242,7 +242,9 @@ def test_systemd_quote_escapes_what_systemd_expands():
     assert U.systemd_quote("100%") == '"100%%"'
     assert U.systemd_quote("$HOME") == '"$$HOME"'
     assert U.systemd_quote("${X}") == '"$${X}"'
-    assert U.systemd_quote("a\nb") == '"a\\nb"'
+    for control in ("a\nb", "a\rb", "a\tb", "a\0b", "a\x1bb", "a\x7fb"):
+        with pytest.raises(U.UnitValueError, match="control character"):
+            U.systemd_quote(control)
     assert U.systemd_quote(True) == '"true"' and U.systemd_quote(False) == '"false"'
     assert U.systemd_quote("") == '""'
 
@@ -255,7 +257,7 @@ def test_env_quote_keeps_dollar_and_percent():
     assert U.env_quote(True) == '"true"'
 
 
-@pytest.mark.parametrize("word", ["plain", "two words", "100%", "$HOME", "${HOME}", 'q"uote', "back\\slash", "%n%%", "tab\there"])
+@pytest.mark.parametrize("word", ["plain", "two words", "100%", "$HOME", "${HOME}", 'q"uote', "back\\slash", "%n%%"])
 def test_a_quoted_word_reads_back_unchanged(word):
     expansions = []
     assert exec_words("ExecStart=/bin/x %s" % U.systemd_quote(word), expansions) == ["/bin/x", word]
@@ -316,16 +318,19 @@ def test_server_unit_hardening_from_the_role_defaults():
     unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings())
     service = sections(unit["unit_text"])["Service"]
     hardening = load("roles", "sglang_server", "defaults", "main.yml")["sglang_server_systemd_hardening"]
-    expected = [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v)) for k, v in sorted(hardening.items())]
+    expected = [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v))
+                for k, values in sorted(hardening.items()) for v in (values if isinstance(values, list) else [values])]
     assert service[12:-1] == expected
-    assert ("NoNewPrivileges", "yes") in expected and ("PrivateDevices", "no") in expected and ("ProtectSystem", "full") in expected
+    assert ("NoNewPrivileges", "yes") in expected and ("PrivateDevices", "no") in expected and ("ProtectSystem", "strict") in expected
+    assert ("DevicePolicy", "closed") in expected and ("DeviceAllow", "char-nvidia-uvm rw") in expected
+    assert ("CapabilityBoundingSet", "") in expected and ("UMask", "0027") in expected
 
 
 def test_hardening_yes_no_values_and_none_dropped():
-    hardening = {"ProtectSystem": "strict", "NoNewPrivileges": False, "PrivateTmp": True, "ProtectHome": None, "MemoryMax": 0}
+    hardening = {"ProtectSystem": "strict", "NoNewPrivileges": False, "PrivateTmp": True, "ProtectHome": None}
     unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(hardening=hardening))
     service = sections(unit["unit_text"])["Service"]
-    assert service[12:] == [("MemoryMax", "0"), ("NoNewPrivileges", "no"), ("PrivateTmp", "yes"), ("ProtectSystem", "strict"),
+    assert service[12:] == [("NoNewPrivileges", "no"), ("PrivateTmp", "yes"), ("ProtectSystem", "strict"),
                             ("ReadWritePaths", "/var/lib/sglang")]
     assert "ProtectHome" not in unit["unit_text"]
     unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(hardening={}))
@@ -684,3 +689,174 @@ def test_changed_units():
     assert U.changed_units(units, ["/etc/systemd/system/sglang-prefill.service", "/etc/other"]) == ["sglang-prefill.service"]
     assert U.changed_units(units, ["/etc/sglang/prefill.env", "/etc/systemd/system/sglang-decode.service"]) == [
         "sglang-prefill.service", "sglang-decode.service"]
+
+
+# --- values crafted to leave their line: refused by the preflight, and by the renderer as its last guard ------------
+
+# The attack of issue 17: a value that starts with ${ and ends with } used to be written raw between quotes, so a
+# quote and line breaks inside it added an ExecStartPre=+ that systemd runs as root.
+BREAKOUT = '${A}"\nExecStartPre=+/bin/sh -c "id > /root/pwned"\nX="${B}'
+CONTROLS = ["a\nb", "a\rb", "a\tb", "a\0b", "a\x1bb", "a\x7fb", "a\x0bb"]
+
+
+def _refused(render):
+    with pytest.raises(U.UnitValueError) as caught:
+        render()
+    return str(caught.value)
+
+
+def test_the_breakout_through_an_environment_reference_is_refused_everywhere():
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
+    model = dict(MODEL, served_model_name=BREAKOUT)
+    message = _refused(lambda: U.server_unit(instance(DECODE, "decode"), model, server_settings()))
+    assert "--served-model-name" in message and "control character" in message
+    assert [p["variable"] for p in R.model_problems("h", model)] == ["sglang_model_served_name"]
+    # Without the line breaks it stays one quoted word: only exactly ${NAME} is left for systemd to expand.
+    flat = BREAKOUT.replace("\n", " ")
+    unit = U.server_unit(instance(DECODE, "decode"), dict(MODEL, served_model_name=flat), server_settings())
+    expansions = []
+    words = exec_words(unit["unit_text"], expansions)
+    assert words[words.index("--served-model-name") + 1] == flat and expansions == []
+    assert "ExecStartPre" not in keys(sections(unit["unit_text"])["Service"])
+
+
+@pytest.mark.parametrize("word", ["${A}x", "x${A}", "${A B}", "${1A}", "${A}${B}", "${}", "${A}\n"])
+def test_only_an_exact_environment_reference_is_expanded(word):
+    if "\n" in word:
+        with pytest.raises(U.UnitValueError):
+            U.exec_word(word)
+        return
+    expansions = []
+    assert exec_words("ExecStart=/bin/x %s" % U.exec_word(word), expansions) == ["/bin/x", word]
+    assert expansions == []
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+@pytest.mark.parametrize("field", ["model_path", "served_model_name", "chat_template", "reasoning_parser",
+                                   "tool_call_parser", "transfer_backend"])
+def test_a_control_character_in_a_model_word_never_leaves_its_line(field, control):
+    message = _refused(lambda: U.server_unit(instance(DECODE, "decode"), dict(MODEL, **{field: control}), server_settings()))
+    assert "control character" in message
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+@pytest.mark.parametrize("where", ["model_extra", "instance_extra", "instance_env_value", "model_env_value", "env_name"])
+def test_a_control_character_in_extra_args_or_env_never_leaves_its_line(where, control):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
+    model, inst, settings, raw = dict(MODEL), instance(DECODE, "decode"), server_settings(), dict(DECODE)
+    if where == "model_extra":
+        model["extra_args"] = ["--x", control]
+    elif where == "instance_extra":
+        raw["extra_args"] = inst["extra_args"] = ["--x=" + control]
+    elif where == "instance_env_value":
+        raw["env"] = inst["env"] = {"A": control}
+    elif where == "model_env_value":
+        settings["env"] = {"A": control}
+    else:
+        raw["env"] = inst["env"] = {"A" + control: "1"}
+    _refused(lambda: U.server_unit(inst, model, settings))
+    if where.startswith("instance") or where == "env_name":
+        assert normalize([raw], "decode", "h")[1], "the preflight lets it through"
+
+
+SERVER_FIELDS = ["launch_command", "numactl_path", "user", "group", "home", "config_dir", "restart_sec",
+                 "timeout_stop_sec", "start_limit_interval_sec", "start_limit_burst", "limit_nofile"]
+
+
+@pytest.mark.parametrize("control", ["\n", "\r", "\t", "\0"])
+@pytest.mark.parametrize("field", SERVER_FIELDS)
+def test_a_control_character_in_a_server_setting_is_refused_with_its_variable(field, control):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
+    settings = server_settings()
+    settings[field] = "%s%sUser=root" % (settings[field], control)
+    message = _refused(lambda: U.server_unit(instance(DECODE, "decode"), MODEL, settings))
+    assert "sglang_server_" + field in message
+    assert [p["variable"] for p in R.unit_problems("h", "server", settings)] == ["sglang_server_" + field]
+
+
+@pytest.mark.parametrize("value", ["+/bin/sh -c id", "-/bin/x", "!/bin/x", "@/bin/x", ":/bin/x", "python -m x",
+                                   '"/bin/x"', "/bin/x\n--y"])
+def test_the_program_of_exec_start_is_an_absolute_path_without_prefixes(value):
+    settings = server_settings(launch_command=value)
+    assert "sglang_server_launch_command" in _refused(lambda: U.server_unit(instance(DECODE, "decode"), MODEL, settings))
+
+
+@pytest.mark.parametrize("key, value", [
+    ("ProtectSystem", "full\nUser=root"), ("ProtectSystem", "bogus"), ("ProtectHome", "rw"), ("ProtectProc", True),
+    ("ProcSubset", "none"), ("NoNewPrivileges", "maybe"), ("UMask", 23), ("UMask", "0999"), ("UMask", "27\n"),
+    ("DevicePolicy", "open"), ("DeviceAllow", ["char-nvidia-uvm rw", "/dev/sda rwx"]), ("DeviceAllow", "nvidia rw"),
+    ("ReadWritePaths", "relative/path"), ("ReadWritePaths", "/a\tb"), ("CapabilityBoundingSet", "CAP_SYS_ADMIN\n"),
+    ("CapabilityBoundingSet", "sys_admin"), ("RestrictAddressFamilies", "AF_INET;AF_UNIX"),
+    ("SystemCallFilter", "@system-service\nExecStartPre=+/bin/sh"), ("RestrictNamespaces", "net foo"),
+    ("MemoryMax", "1G"), ("ExecStartPre", "+/bin/sh"), ("User", "root"), ("NoNewPrivileges", {"a": 1}),
+])
+def test_hardening_values_outside_what_systemd_takes_are_refused(key, value):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
+    hardening = dict(server_settings()["hardening"], **{key: value})
+    settings = server_settings(hardening=hardening)
+    assert key in _refused(lambda: U.server_unit(instance(DECODE, "decode"), MODEL, settings))
+    found = R.unit_problems("h", "server", settings)
+    assert [p["variable"] for p in found] == ["sglang_server_systemd_hardening_overrides." + key], found
+    assert found[0]["fix"]
+
+
+def test_percent_is_escaped_where_systemd_expands_specifiers():
+    settings = server_settings(home="/srv/sg%h", config_dir="/etc/sg%i",
+                               hardening=dict(server_settings()["hardening"], ReadOnlyPaths="/data/%u"))
+    unit = U.server_unit(instance(DECODE, "decode"), dict(MODEL, model_path="/m/100%n"), settings)
+    service = dict(sections(unit["unit_text"])["Service"])
+    assert service["WorkingDirectory"] == "/srv/sg%%h" and service["ReadWritePaths"] == "/srv/sg%%h"
+    assert service["EnvironmentFile"] == "/etc/sg%%i/decode.env" and service["ReadOnlyPaths"] == "/data/%%u"
+    words = exec_words(unit["unit_text"])
+    assert words[words.index("--model-path") + 1] == "/m/100%n"
+    assert unit["env_file"] == "/etc/sg%i/decode.env"
+
+
+def test_a_hardening_list_is_one_line_per_item_and_an_empty_value_is_written_empty():
+    hardening = {"DeviceAllow": ["char-nvidia-uvm rw", "/dev/nvidiactl rw"], "CapabilityBoundingSet": "", "UMask": "0027"}
+    unit = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(hardening=hardening))
+    service = sections(unit["unit_text"])["Service"]
+    assert service[12:-1] == [("CapabilityBoundingSet", ""), ("DeviceAllow", "char-nvidia-uvm rw"),
+                              ("DeviceAllow", "/dev/nvidiactl rw"), ("UMask", "0027")]
+
+
+ROUTER_FIELDS = ["launch_command", "user", "group", "config_dir", "restart_sec", "timeout_stop_sec",
+                 "start_limit_interval_sec", "start_limit_burst", "limit_nofile", "hf_endpoint", "api_key"]
+
+
+@pytest.mark.parametrize("control", ["\n", "\r", "\t", "\0"])
+@pytest.mark.parametrize("field", ROUTER_FIELDS)
+def test_a_control_character_in_a_router_setting_is_refused_with_its_variable(inventory, field, control):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
+    router, workers = blackwell_router(inventory)
+    settings = router_settings()
+    settings[field] = "%s%sUser=root" % (settings[field] or "http://h", control)
+    message = _refused(lambda: U.router_unit(router, workers, settings))
+    assert "sglang_router_" + field in message
+    found = R.unit_problems("h", "router", settings)
+    assert [p["variable"] for p in found] == ["sglang_router_" + field]
+    if field == "api_key":
+        assert "User=root" not in message and "User=root" not in found[0]["message"]
+
+
+@pytest.mark.parametrize("env", [{"A": "x\ny"}, {"A\n": "x"}, {"A B": "x"}, {"A": ["x"]}])
+def test_router_env_names_and_values_are_judged(inventory, env):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(env=env)
+    assert "sglang_router_env" in _refused(lambda: U.router_unit(router, workers, settings))
+    assert [p["variable"].split(".")[0].split("[")[0] for p in R.unit_problems("h", "router", settings)] == ["sglang_router_env"]
+
+
+@pytest.mark.parametrize("field", ["policy", "log_level", "request_timeout_secs"])
+def test_a_control_character_in_a_router_flag_value_never_leaves_its_line(inventory, field):
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(**{field: "x\nExecStartPre=+/bin/sh"})
+    _refused(lambda: U.router_unit(router, workers, settings))
+    _refused(lambda: U.router_unit(router, workers, router_settings(extra_args=["--x", BREAKOUT])))
+
+
+def test_the_role_defaults_pass_the_judgement():
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
+    assert R.unit_problems("h", "server", server_settings()) == []
+    assert R.unit_problems("h", "router", router_settings(api_key="k", hf_endpoint="https://hf.example")) == []
