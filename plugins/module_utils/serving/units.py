@@ -172,8 +172,8 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     variables += sorted(merged.items())
     unit_path = "%s/%s" % (str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/"), instance["unit"])
     env_text = _render_env_of(instance["unit"], SERVER_MARKER % instance["mode"],
-                          "Environment of %s: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
-                          "instance's own env." % instance["unit"], variables)
+                              "Environment of %s: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
+                              "instance's own env." % instance["unit"], variables)
     return {
         "name": instance["name"],
         "unit": instance["unit"],
@@ -238,9 +238,9 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         variables.append((ROUTER_API_KEY_ENV, settings["api_key"]))
     variables += sorted((settings.get("env") or {}).items())
     unit_path = "%s/sglang-router.service" % str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/")
-    env_text = _render_env_of("sglang-router.service", ROUTER_MARKER, "Environment of sglang-router.service: what it runs (PDSERVE_*), then its "
-                          "settings. Mode 0640: it may hold the API key.",
-                          variables)
+    env_text = _render_env_of("sglang-router.service", ROUTER_MARKER,
+                              "Environment of sglang-router.service: what it runs (PDSERVE_*), then its "
+                              "settings. Mode 0640: it may hold the API key.", variables)
     return {
         "name": "router",
         "unit": "sglang-router.service",
