@@ -40,7 +40,7 @@ def test_the_role_refuses_before_anything_changes(tmp_path, host_vars, said):
                           stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
     assert proc.returncode != 0, proc.stdout
     tasks = [line for line in proc.stdout.splitlines() if line.startswith("TASK [")]
-    assert "Refuse a host that declares no decode instance, before anything changes" in tasks[-1], tasks
+    assert "Refuse, before anything changes, a host that declares no instance of its mode, decode" in tasks[-1], tasks
     assert not any("service user" in t or "unit and environment files" in t for t in tasks), tasks
     assert "host box: sglang_decode_instances: box is a host of group sglang_decode but declares no decode instance" \
         in proc.stdout
