@@ -92,9 +92,10 @@ def unit_services(units):
 
 
 def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False,
-              variable="sglang_operations_roll"):
-    """Workers of a rolling restart or upgrade, ordered, with problems (see serving_roll.roll_plan)."""
-    return serving_roll.roll_plan(topology, hosts or [], instances or [], order, bool(plain_restart), variable)
+              variable="sglang_operations_roll", upgrade=False):
+    """Workers of a rolling restart or upgrade, ordered, with problems and warnings (see serving_roll.roll_plan)."""
+    return serving_roll.roll_plan(topology, hosts or [], instances or [], order, bool(plain_restart), variable,
+                                  bool(upgrade))
 
 
 def roll_plan_lines(plan, estimates=None, drain_timeout=300, on_drain_timeout="fail", what="Rolling restart"):

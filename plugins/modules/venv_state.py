@@ -18,7 +18,12 @@ description:
   - Judges what an upgrade or rollback needs before anything stops, and lists every problem as host, variable,
     message, fix; the instances must be deployed with a fingerprint and run from one venv, and a new venv needs
     O(min_free_gb) free (a full SGLang venv is about 11 GB).
-  - Says which venvs could go (RV(prunable)) - neither current, previous, the target, nor named by a unit file.
+  - Says which venvs could go (RV(prunable)) - only venvs the collection recorded creating (the record file
+    C(.pdserve-venvs.json) under O(venv_root)), and of those none that is current, previous, the target, run by an
+    instance, or named by a unit file. A venv made by hand is never prunable. Paths are compared resolved, so a
+    venv root reached through a symlink keeps what its links name.
+  - With O(record_created), records that venv as created by the collection instead (before it is created), and
+    changes nothing else.
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
@@ -33,7 +38,7 @@ options:
       - This host's instances.
     type: list
     elements: dict
-    required: true
+    default: []
     suboptions:
       name:
         description: Instance name.
@@ -52,6 +57,19 @@ options:
     description:
       - The venv an upgrade or rollback moves the instances to (a link counts as the venv it names). Instances already
         on it are an interrupted run that running it again finishes.
+    type: path
+  must_exist:
+    description:
+      - O(target) must already be a venv (a rollback returns to one, it never builds one); a missing target, or a link
+        whose venv is gone, is a problem naming the path.
+    type: bool
+    default: false
+  record_created:
+    description:
+      - Record this venv in O(venv_root)'s record file as created by the collection, before it is created (the
+        upgrade's install step). Recorded only when it is directly under O(venv_root) and does not exist yet (or is an
+        empty directory); a venv that exists already was not made by this run and is never recorded. Nothing else is
+        read or judged then.
     type: path
   min_free_gb:
     description:
@@ -76,13 +94,13 @@ options:
 attributes:
   check_mode:
     support: full
-    details: The module only reads.
+    details: The module only reads; with O(record_created) it says whether it would record, writing nothing.
   diff_mode:
     support: none
   platform:
     platforms: posix
 notes:
-  - The module never changes anything; it always reports C(changed=false).
+  - Without O(record_created) the module never changes anything and reports C(changed=false).
 '''
 
 EXAMPLES = r'''
@@ -95,6 +113,11 @@ EXAMPLES = r'''
     target: /opt/sglang/venvs/sglang-0.5.24
     min_free_gb: 12
   register: __venvs
+
+- name: Record the new venv as created by the collection (the only kind pruning may remove), before it is created
+  pdserve.sglang.venv_state:
+    venv_root: /opt/sglang/venvs
+    record_created: /opt/sglang/venvs/sglang-0.5.24
 '''
 
 RETURN = r'''
@@ -139,10 +162,19 @@ free_gb:
   returned: always
   type: float
 prunable:
-  description: Venvs under O(venv_root) that are neither current, previous, the target, nor named by a unit file.
-  returned: always
+  description: Venvs under O(venv_root) the collection recorded creating that are neither current, previous, the target,
+    run by an instance, nor named by a unit file.
+  returned: always, except with O(record_created)
   type: list
   elements: str
+recorded:
+  description: With O(record_created) - whether the venv is in the record now; otherwise the recorded venv names.
+  returned: always
+  type: raw
+reason:
+  description: With O(record_created) - why the venv was recorded or not.
+  returned: with O(record_created)
+  type: str
 problems:
   description: What stands in the way, each as C({host, variable, message, fix}).
   returned: always
@@ -155,19 +187,25 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
-from ansible_collections.pdserve.sglang.plugins.module_utils.operations.venv_state import judge, observe
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.venv_state import (
+    judge,
+    observe,
+    record_created,
+)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             host=dict(type='str'),
-            instances=dict(type='list', elements='dict', required=True, options=dict(
+            instances=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True),
                 env_file=dict(type='path', required=True),
             )),
             venv_root=dict(type='path', required=True),
             target=dict(type='path'),
+            must_exist=dict(type='bool', default=False),
+            record_created=dict(type='path'),
             min_free_gb=dict(type='float', default=0),
             unit_dir=dict(type='path', default='/etc/systemd/system'),
             package=dict(type='str', default='sglang'),
@@ -176,14 +214,16 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if params['record_created']:
+        module.exit_json(**record_created(params['venv_root'], params['record_created'], module.check_mode))
     host = params['host'] or socket.gethostname()
     seen = observe(params['instances'], params['venv_root'], params['unit_dir'], params['package'], params['target'])
-    decided = judge(host, seen, params['target'], params['min_free_gb'])
+    decided = judge(host, seen, params['target'], params['min_free_gb'], must_exist=params['must_exist'])
     result = dict(changed=False, instances=seen['instances'], venvs=seen['venvs'], free_gb=seen['free_gb'],
                   current=decided['current'], previous=decided['previous'], prunable=decided['prunable'],
                   current_version=decided['current_version'], previous_version=decided['previous_version'],
                   venvs_in_use=decided['venvs_in_use'],
-                  problems=decided['problems'], referenced=seen['referenced'])
+                  problems=decided['problems'], referenced=seen['referenced'], recorded=seen['recorded'])
     if 'target' in decided:
         result['target'] = decided['target']
     if decided['problems'] and params['fail_on_problems']:

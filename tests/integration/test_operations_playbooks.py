@@ -19,6 +19,7 @@ import yaml
 
 import fake_systemd
 import stack
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations import venv_state
 from test_rolling_drain import SLOW, Load
 
 pytestmark = pytest.mark.integration
@@ -167,6 +168,8 @@ def fake_venv(root, version, broken, wheels):
     subprocess.run([sys.executable, STANDIN, "--version", version, "--out", wheels]
                    + (["--broken-tool-parser"] if broken else []), check=True, capture_output=True)
     venv = os.path.join(root, "sglang-%s" % version)
+    # As the upgrade's install step does before it builds one: only recorded venvs are ever pruned.
+    venv_state.record_created(root, venv)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     site = os.path.join(venv, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
     with zipfile.ZipFile(os.path.join(wheels, "sglang-%s-py3-none-any.whl" % version)) as wheel:
@@ -188,6 +191,8 @@ class UnitStack(LocalStack):
             os.makedirs(path)
         self.wheels = os.path.join(self.tmp, "wheels")
         self.venvs = dict((v, fake_venv(self.root, v, b, self.wheels)) for v, b in VERSIONS)
+        self.handmade = os.path.join(self.root, "my-venv")
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", self.handmade], check=True)
         self.registry = os.path.join(self.tmp, "units.json")
         self.bin = fake_systemd.install(os.path.join(self.tmp, "bin"))
         self.servers = {"prefill": [], "decode": []}
@@ -282,8 +287,10 @@ def test_upgrade_passes_then_a_broken_version_rolls_back_then_rollback(tmp_path)
             assert pd.versions() == ["90.0.2"]
             assert (pd.link("current"), pd.link("previous")) == (pd.venvs["90.0.2"], pd.venvs["90.0.1"])
             assert "fingerprint sglang 90.0.1 -> 90.0.2" in out and KEY not in out
-            # The venvs older than the previous one are gone (here the unused 90.0.3); build it again.
+            # The venvs the collection created that nothing uses are gone (here the unused 90.0.3); build it again.
+            # A venv made by hand under the venv root stays.
             assert not os.path.exists(pd.venvs["90.0.3"])
+            assert os.path.isfile(os.path.join(pd.handmade, "bin", "python"))
             fake_venv(pd.root, "90.0.3", True, pd.wheels)
 
             rc, out = pd.playbook("upgrade.yml", "-e", "sglang_install_version=90.0.3")

@@ -4,6 +4,8 @@
 handlers it notifies. The role lays the files out ({path, content, owner, group, mode, kind}); every file of one
 entry point is then planned, checked and written in one pdserve.sglang.managed_files call each."""
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.secrets import nested_secret_values
+
 # kind: (the handlers a change notifies, the command that must accept the new text, %s being its path)
 KINDS = {
     "prometheus_start": (["monitoring restart prometheus"], None),
@@ -65,14 +67,14 @@ def actions(files: list, changed_paths: list) -> list:
 
 
 def secret_values(values: list) -> list:
-    """The secrets among the role's settings, for managed_files' secret_values: plain strings, and the C(password) of
-    authentication settings (``{password}``, ``{basic_auth: {password}}``)."""
+    """The secrets among the role's settings, for managed_files' secret_values: plain strings, and in nested settings
+    (authentication settings ``{password}``, ``{basic_auth: {password}}``, Alertmanager's configuration with its
+    receivers, extra scrape configurations) every value under a secret-looking key or URL that carries a token
+    (plugins/module_utils/secrets.py)."""
     found = []
     for value in values or []:
-        if isinstance(value, dict):
-            for holder in (value, value.get("basic_auth")):
-                if isinstance(holder, dict) and holder.get("password"):
-                    found.append(str(holder["password"]))
-        elif value:
+        if isinstance(value, (dict, list, tuple)):
+            found.extend(v for v in nested_secret_values(value) if v not in found)
+        elif value and str(value) not in found:
             found.append(str(value))
     return found

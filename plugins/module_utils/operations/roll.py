@@ -7,7 +7,9 @@
 One worker at a time across the whole stack. A worker is drained (taken out of every router, waited idle,
 restarted, put back) unless it is the only worker of its type: the routers would then have none, so every
 request fails while it is away. Such a worker is refused unless a plain restart is asked for, which restarts it
-in place and says up front how long it will be away.
+in place and says up front how long it will be away. In an upgrade or rollback the same in-place move also means
+that clients reach the new version before it is validated (it never leaves the router): that needs its own opt-in,
+``<prefix>_unvalidated_restart``, and the plan says so before anything starts.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -34,12 +36,14 @@ def _ordered(workers, order):
 
 
 def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False,
-              variable="sglang_operations_roll"):
-    """``{"workers": [...], "routers": [...], "problems": [...]}`` for a roll over ``topology``.
+              variable="sglang_operations_roll", upgrade=False):
+    """``{"workers": [...], "routers": [...], "problems": [...], "warnings": [...]}`` for a roll over ``topology``.
 
     ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every
-    worker returned is a topology worker with ``plain`` (restarted in place) and ``peers`` (how many workers of its
-    type the stack has). ``variable`` prefixes the variable names the problems cite.
+    worker returned is a topology worker with ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
+    move: clients reach the new version before it is validated) and ``peers`` (how many workers of its type the stack
+    has). ``variable`` prefixes the variable names the problems cite. ``upgrade``: the roll moves workers to another
+    venv (upgrade or rollback); the opt-in for in-place workers is then ``<variable>_unvalidated_restart``.
     """
     problems = list(topology.get("problems") or [])
     all_workers = [w for mode in MODES for w in (topology.get("workers") or {}).get(mode) or []]
@@ -67,9 +71,27 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
                 if (not hosts or w["inventory_host"] in hosts) and (not instances or w["name"] in instances)]
     peers = dict((mode, len([w for w in all_workers if w["mode"] == mode])) for mode in MODES)
     workers = []
+    warnings = []
     for index, worker in enumerate(_ordered(selected, order)):
-        worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=peers[worker["mode"]] < 2)
-        if worker["plain"] and not plain_restart:
+        plain = peers[worker["mode"]] < 2
+        worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=plain, unvalidated=plain and bool(upgrade))
+        if worker["unvalidated"] and not plain_restart:
+            problems.append(problem(
+                worker["inventory_host"], "%s_unvalidated_restart" % variable,
+                "%s is the only %s worker: draining it would leave none, so it can only be moved in place, and then "
+                "clients reach the new version as soon as it answers /health, before it is validated (a failed "
+                "validation returns it to its venv, but the requests it served meanwhile came from the unvalidated "
+                "version), and every request fails while it restarts" % (worker["name"], worker["mode"]),
+                "add a second %s instance so the upgrade drains and validates it before it serves, or set "
+                "%s_unvalidated_restart: true to accept that clients reach the new version before it is validated"
+                % (worker["mode"], variable)))
+        elif worker["unvalidated"]:
+            warnings.append(
+                "%s (%s on %s) is the only %s worker: it is moved in place, so clients reach the new version as soon "
+                "as it answers /health, before it is validated, and every request fails while it restarts (%s_"
+                "unvalidated_restart is true)" % (worker["name"], worker["mode"], worker["inventory_host"],
+                                                   worker["mode"], variable))
+        elif worker["plain"] and not plain_restart:
             problems.append(problem(
                 worker["inventory_host"], "%s_plain_restart" % variable,
                 "%s is the only %s worker: taking it out of the router leaves none, so every request fails until it is "
@@ -80,7 +102,7 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
     if not workers and not problems:
         problems.append(problem("all", "%s_instances" % variable, "the selection matches no worker",
                                 "select hosts or instances of sglang_prefill and sglang_decode"))
-    return {"workers": workers, "routers": routers, "problems": problems}
+    return {"workers": workers, "routers": routers, "problems": problems, "warnings": warnings}
 
 
 def _seconds(value):
@@ -105,6 +127,8 @@ def plan_lines(plan, estimates=(), drain_timeout=300, on_drain_timeout="fail", w
             line += (": the only %s worker, restarted in place - every request fails while it is away: expect an outage "
                      "of about %s (its last start took that long), plus the router's health checks"
                      % (worker["mode"], expected))
+            if worker.get("unvalidated"):
+                line += "; clients reach the new version before it is validated"
         lines.append(line)
     return lines
 

@@ -7,21 +7,30 @@
 An upgrade installs the new SGLang into a venv of its own beside the current one and moves the instances to it
 one at a time, so the old one stays whole for a rollback. Under the venv root (``/opt/sglang/venvs``) two links
 record what the host runs and what it ran before: ``current`` and ``previous``. Each instance's env file says
-what it runs itself (its ``PDSERVE_*`` fingerprint lines). Everything here reads; the decisions are pure functions
-of what was read, so they are unit-tested without a host.
+what it runs itself (its ``PDSERVE_*`` fingerprint lines). The decisions are pure functions of what was read, so
+they are unit-tested without a host.
+
+Only venvs the collection created are ever pruned: the upgrade's install step records each venv it is about to
+create in ``<venv root>/.pdserve-venvs.json`` (``record_created``); a venv made by hand, or one that existed before,
+is never recorded and never removed. Paths are compared resolved (realpath), so a venv root reached through a
+symlink keeps its ``current`` and ``previous`` venvs.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
+import json
 import os
 import re
+import tempfile
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import fingerprint
 
 LINKS = ('current', 'previous')
+# The names (under the venv root) of the venvs the collection created: the only ones pruning may remove.
+RECORD = '.pdserve-venvs.json'
 _VERSION = re.compile(r'^Version:\s*(\S+)', re.M)
 
 
@@ -64,6 +73,54 @@ def link_target(path):
     return os.path.realpath(path) if os.path.islink(path) else None
 
 
+def _is_venv(path):
+    return os.path.isfile(os.path.join(path, 'bin', 'python'))
+
+
+def read_record(root):
+    """The venv names the collection recorded creating under ``root`` ([] without a readable record)."""
+    try:
+        with open(os.path.join(root.rstrip('/'), RECORD)) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return []
+    names = data.get('created') if isinstance(data, dict) else None
+    return sorted(set(n for n in names or [] if isinstance(n, str) and n and '/' not in n))
+
+
+def record_created(root, venv, check_mode=False):
+    """Record ``venv`` as created by the collection, before it is created: ``{changed, recorded, reason, record}``.
+
+    Only a venv directly under ``root`` that does not exist yet (or is an empty directory) is recorded; one that
+    already holds files was not made by this run, so it is never recorded and never pruned.
+    """
+    root = root.rstrip('/')
+    venv = venv.rstrip('/')
+    out = {'changed': False, 'recorded': False, 'record': os.path.join(root, RECORD)}
+    if os.path.realpath(os.path.dirname(venv)) != os.path.realpath(root):
+        out['reason'] = '%s is not directly under %s: it is never pruned' % (venv, root)
+        return out
+    names = read_record(root)
+    name = os.path.basename(venv)
+    if name in names:
+        out.update(recorded=True, reason='%s is recorded already' % venv)
+        return out
+    if os.path.lexists(venv) and not (os.path.isdir(venv) and not os.path.islink(venv) and not os.listdir(venv)):
+        out['reason'] = '%s exists already and was not created by this run: it is kept, never pruned' % venv
+        return out
+    out.update(changed=True, recorded=True, reason='%s recorded as created by the collection' % venv)
+    if not check_mode:
+        if not os.path.isdir(root):
+            os.makedirs(root, 0o755)
+        fd, tmp = tempfile.mkstemp(dir=root, prefix='.pdserve-')
+        with os.fdopen(fd, 'w') as handle:
+            json.dump({'created': sorted(names + [name])}, handle, indent=2, sort_keys=True)
+            handle.write('\n')
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, out['record'])
+    return out
+
+
 def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglang', target=None):
     """Everything the decisions need, read from the host."""
     root = venv_root.rstrip('/')
@@ -72,19 +129,20 @@ def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglan
         text = read_text(inst['env_file'])
         seen[inst['name']] = {'env_file': inst['env_file'], 'exists': text is not None,
                               'fingerprint': fingerprint(text) if text is not None else {}}
+    recorded = read_record(root)
     venvs = []
     if os.path.isdir(root):
         for name in sorted(os.listdir(root)):
             path = os.path.join(root, name)
-            if name in LINKS or os.path.islink(path) or not os.path.isfile(os.path.join(path, 'bin', 'python')):
+            if name in LINKS or os.path.islink(path) or not _is_venv(path):
                 continue
-            venvs.append({'path': path, 'version': installed_version(path, package)})
+            venvs.append({'path': path, 'version': installed_version(path, package), 'recorded': name in recorded})
     referenced = set()
-    for unit in sorted(glob.glob(os.path.join(unit_dir, 'sglang-*.service'))):
-        text = read_text(unit) or ''
-        for venv in venvs:
-            if venv['path'] + '/' in text:
-                referenced.add(venv['path'])
+    units = [read_text(unit) or '' for unit in sorted(glob.glob(os.path.join(unit_dir, 'sglang-*.service')))]
+    for venv in venvs:
+        # A unit names the venv as configured, or resolved: either keeps it.
+        if any(p + '/' in text for text in units for p in (venv['path'], os.path.realpath(venv['path']))):
+            referenced.add(venv['path'])
     links = dict((name, link_target(os.path.join(root, name))) for name in LINKS)
     # The version in each venv that matters (a venv outside the root, like a first /opt/sglang/venv, too).
     versions = {}
@@ -92,22 +150,32 @@ def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglan
                     + [i['fingerprint'].get('venv') for i in seen.values() if i['fingerprint'].get('venv')]):
         versions[path] = installed_version(path, package)
     out = {'instances': seen, 'venvs': venvs, 'referenced': sorted(referenced), 'links': links,
-           'free_gb': free_gb(root), 'root': root, 'versions': versions}
+           'free_gb': free_gb(root), 'root': root, 'versions': versions, 'recorded': recorded}
     if target:
         # A link (rollback.yml names <root>/previous) counts as the venv it points to.
-        path = os.path.realpath(target) if os.path.islink(target.rstrip('/')) else target.rstrip('/')
-        out['target'] = {'path': path, 'exists': os.path.isfile(os.path.join(path, 'bin', 'python')),
-                         'version': installed_version(path, package)}
+        given = target.rstrip('/')
+        path = os.path.realpath(target) if os.path.islink(given) else given
+        out['target'] = {'path': path, 'exists': _is_venv(path), 'version': installed_version(path, package)}
+        out['target_link'] = given if os.path.islink(given) else None
+    # Every path the decisions compare, resolved: a root reached through a symlink names each venv two ways.
+    out['real'] = dict((p, os.path.realpath(p)) for p in set(
+        list(versions) + [v['path'] for v in venvs] + ([out['target']['path']] if target else [])))
     return out
 
 
-def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_upgrade'):
+def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_upgrade', must_exist=False):
     """Decisions and problems from ``observe``'s result (pure).
 
-    ``current``: the ``current`` link, else the venv every instance runs. ``prunable``: venvs under the root that
-    are neither current, previous, the target, nor named by a unit file.
+    ``current``: the ``current`` link, else the venv every instance runs. ``prunable``: venvs under the root the
+    collection recorded creating that are neither current, previous, the target, run by an instance, nor named by a
+    unit file. ``must_exist``: the target must be a venv already (a rollback returns to one, it never builds one).
     """
     problems = []
+    real = seen.get('real') or {}
+
+    def resolved(path):
+        return real.get(path, path) if path else None
+
     venvs_in_use = sorted(set(i['fingerprint'].get('venv') for i in seen['instances'].values()
                               if i['fingerprint'].get('venv')))
     for name, inst in sorted(seen['instances'].items()):
@@ -120,7 +188,7 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_
                                     'run site.yml first (it rewrites the env files; the instances restart)'))
     # An interrupted upgrade (or rollback) leaves some instances on its target: running it again finishes it.
     target_path = (seen.get('target') or {}).get('path') or (target.rstrip('/') if target else None)
-    others = [v for v in venvs_in_use if v != target_path]
+    others = [v for v in venvs_in_use if resolved(v) != resolved(target_path)]
     current = seen['links'].get('current') or (others[0] if len(others) == 1 else None)
     if len(others) > 1:
         problems.append(problem(host, variable, 'the instances run from different venvs: %s' % ', '.join(venvs_in_use),
@@ -131,6 +199,16 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_
                'previous_version': seen.get('versions', {}).get(seen['links'].get('previous'))}
     if target:
         info = seen.get('target') or {'path': target_path, 'exists': False}
+        if not info['exists'] and must_exist:
+            link = seen.get('target_link')
+            if link:
+                message = ('%s points to %s, which is gone (no %s/bin/python): there is no venv to return to'
+                           % (link, info['path'], info['path']))
+            else:
+                message = '%s does not exist: there is no venv to return to' % (target.rstrip('/'))
+            problems.append(problem(host, 'sglang_venv_root', message,
+                                    'restore %s, or move to the version you want with upgrade.yml (a rollback never '
+                                    'builds a venv); no worker was touched' % info['path']))
         if not info['exists'] and min_free_gb and seen['free_gb'] < float(min_free_gb):
             problems.append(problem(host, '%s_min_free_gb' % variable,
                                     '%.1f GiB free under %s, %.1f GiB wanted for the new venv %s (a full SGLang venv '
@@ -139,8 +217,9 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_
                                     % (', '.join(v['path'] for v in seen['venvs'] if v['path'] not in seen['referenced'])
                                        or 'none', variable)))
         decided['target'] = info
-    keep = set(p for p in (current, decided['previous'], target_path) if p)
-    decided['prunable'] = [v['path'] for v in seen['venvs'] if v['path'] not in keep and v['path'] not in seen['referenced']]
+    keep = set(resolved(p) for p in [current, decided['previous'], target_path] + venvs_in_use if p)
+    decided['prunable'] = [v['path'] for v in seen['venvs']
+                           if v.get('recorded') and resolved(v['path']) not in keep and v['path'] not in seen['referenced']]
     decided['problems'] = problems
     return decided
 

@@ -12,7 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
+import difflib
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
     MODES,
     WILDCARD,
@@ -144,6 +146,27 @@ def _reachability_problems(hosts, workers, routers):
     return problems
 
 
+def _undeclared(name, mode, group, hv, raw):
+    """The problem of a host of a serving group that declares no instance of its mode, or None.
+
+    Without it the server role would find every unit of that mode on the host stale and stop, disable and delete
+    them: a misspelled instance variable must stop the run instead.
+    """
+    variable = "sglang_%s_instances" % mode
+    if raw is not None and not (isinstance(raw, (list, tuple)) and len(raw) == 0):
+        return None
+    real = set("sglang_%s_instances" % m for m in MODES)
+    near = [k for k in hv if isinstance(k, str) and k not in real
+            and ("instance" in k.lower() or difflib.get_close_matches(variable, [k], n=1, cutoff=0.8))]
+    hint = suggest(variable, near) or (" (found %s)" % ", ".join(sorted(near)) if near else "")
+    state = "is empty" if raw is not None else "is not set%s" % hint
+    return problem(name, variable,
+                   "%s is a host of group %s but declares no %s instance: %s %s, so the server role would stop, "
+                   "disable and delete every %s unit on it" % (name, group, mode, variable, state, mode),
+                   "set %s for %s (host_vars/%s.yml, e.g. - {name: %s-0, port: 30000, gpus: [0]}), or take %s out of "
+                   "group %s" % (variable, name, name, mode, name, group))
+
+
 def build_topology(host_vars, groups, defaults, group_names=None):
     """The topology of the inventory (see the module docstring of the filter serving_topology).
 
@@ -180,6 +203,9 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                 continue
             raw = hv.get("sglang_%s_instances" % mode)
             declared[mode] = declared[mode] or (isinstance(raw, (list, tuple)) and len(raw) > 0)
+            missing = _undeclared(name, mode, names[mode], hv, raw)
+            if missing:
+                problems.append(missing)
             instances, found = normalize(raw, mode, name, server_host, metrics)
             problems.extend(found)
             for inst in instances:

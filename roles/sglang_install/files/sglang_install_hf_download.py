@@ -1,33 +1,69 @@
 #!/usr/bin/env python
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Download a Hugging Face model repository at a revision into a directory (resumable). Run with the
-SGLang venv's Python (huggingface_hub is an SGLang dependency). The token comes from HF_TOKEN in the
-environment, never from the command line. The role records the download (inputs_record) once this
-exits 0; a failed or interrupted download resumes on the next run.
+"""Download a Hugging Face model repository at a revision into a directory (resumable), pinned to the commit the hub
+resolves the revision to. Run with the SGLang venv's Python (huggingface_hub is an SGLang dependency). The role
+records the download (inputs_record), with that commit, once this exits 0; a failed or interrupted download resumes on
+the next run.
 
-Usage: sglang_install_hf_download.py REPO_ID REVISION LOCAL_DIR
+The token is read from a file (--token-file, mode 0600, written by the role and removed after the run), never from
+the command line or the environment. The commit is written as JSON ({"repo_id", "revision", "commit"}) to --result.
+
+Usage: sglang_install_hf_download.py REPO_ID REVISION LOCAL_DIR [--token-file PATH] [--result PATH]
 """
+import argparse
+import json
 import os
+import re
 import sys
 import time
+from typing import Optional
 
 from huggingface_hub import HfApi, snapshot_download
 
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
-def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: sglang_install_hf_download.py REPO_ID REVISION LOCAL_DIR")
-    repo_id, revision, local_dir = sys.argv[1:4]
-    token = os.environ.get("HF_TOKEN") or None
+
+def read_token(path: Optional[str]) -> Optional[str]:
+    if not path:
+        return None
+    with open(path) as handle:
+        return handle.read().strip() or None
+
+
+def snapshot_commit(path: str, resolved: str) -> str:
+    """The commit of a download: the snapshot directory's name when the hub returned one (``.../snapshots/<sha>``),
+    else the commit the revision resolved to."""
+    name = os.path.basename(os.path.normpath(str(path)))
+    return name if COMMIT.match(name) else resolved
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("repo_id")
+    parser.add_argument("revision")
+    parser.add_argument("local_dir")
+    parser.add_argument("--token-file", help="a file holding the Hugging Face token")
+    parser.add_argument("--result", help="write the resolved commit here (JSON)")
+    args = parser.parse_args(argv)
+    token = read_token(args.token_file)
     start = time.time()
-    # Resolve a branch or tag to its commit first, so the log names exactly what is on disk.
-    commit = HfApi().model_info(repo_id, revision=revision, token=token).sha
-    print("downloading %s at %s (commit %s) into %s" % (repo_id, revision, commit, local_dir), flush=True)
+    # Resolve a branch or tag to its commit first and download exactly that commit: what is on disk is one commit,
+    # even if the branch moves during the download.
+    resolved = HfApi().model_info(args.repo_id, revision=args.revision, token=token).sha
+    print("downloading %s at %s (commit %s) into %s" % (args.repo_id, args.revision, resolved, args.local_dir), flush=True)
     # Files already complete in local_dir are kept; interrupted ones resume.
-    snapshot_download(repo_id=repo_id, revision=commit, local_dir=local_dir, token=token)
-    print("complete in %d s" % (time.time() - start), flush=True)
+    path = snapshot_download(repo_id=args.repo_id, revision=resolved, local_dir=args.local_dir, token=token)
+    commit = snapshot_commit(path, resolved)
+    if commit != resolved:
+        sys.exit("the hub returned commit %s for %s, not the resolved %s" % (commit, args.revision, resolved))
+    if args.result:
+        with open(args.result, "w") as handle:
+            json.dump({"repo_id": args.repo_id, "revision": args.revision, "commit": commit}, handle, sort_keys=True)
+            handle.write("\n")
+    print("complete in %d s: commit %s" % (time.time() - start, commit), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

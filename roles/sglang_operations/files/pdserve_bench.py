@@ -12,8 +12,10 @@ and end-to-end latency at p50, p90 and p99, in milliseconds; failed requests are
     python pdserve_bench.py --url http://127.0.0.1:30001 --model deepseek-v4-flash \\
         --concurrency 1 8 64 --input-len 512 --output-len 256 --json bench.json --csv bench.csv
 
-The API key, when the router has one, is read from the environment (PDSERVE_BENCH_API_KEY), never the command line.
-Only the standard library and aiohttp; the pure functions below are what the tests check.
+The API key, when the router has one, is read from a file (``--api-key-file``, mode 0600; the role writes it in the
+run's private directory), or for a run by hand from the environment (PDSERVE_BENCH_API_KEY), never the command line.
+A failed request is reported with its HTTP status and the start of its error body (``HTTP 401: ...``), after the
+table. Only the standard library and aiohttp; the pure functions below are what the tests check.
 """
 import argparse
 import asyncio
@@ -120,6 +122,29 @@ def request_body(model, text, output_len, stream, ignore_eos):
     return body
 
 
+def http_error(status, body):
+    """``HTTP 401: <the start of the body, on one line>``: what a failed request is reported as."""
+    text = " ".join((body or b"").decode("utf-8", "replace").split())
+    return "HTTP %s: %s" % (status, text[:200]) if text else "HTTP %s" % status
+
+
+def error_lines(rows):
+    """What failed, per level: its distinct errors (HTTP status and body, or the client's exception)."""
+    lines = []
+    for row in rows:
+        for error in row.get("errors") or []:
+            lines.append("failed at C=%s: %s" % (row["concurrency"], error))
+    return lines
+
+
+def api_key(path=None):
+    """The router's key: from ``path`` (a file of the key alone), else PDSERVE_BENCH_API_KEY, else None."""
+    if path:
+        with open(path) as handle:
+            return handle.read().strip() or None
+    return os.environ.get("PDSERVE_BENCH_API_KEY") or None
+
+
 def read_event(data, record, now):
     """Fold one SSE data payload into ``record`` (times of content deltas, usage, errors)."""
     if data == "[DONE]":
@@ -150,8 +175,7 @@ async def one(session, url, headers, body, timeout):
     try:
         async with session.post(url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
             if resp.status != 200:
-                record["error"] = "HTTP %s" % resp.status
-                await resp.read()
+                record["error"] = http_error(resp.status, await resp.read())
             elif body["stream"]:
                 buffer = b""
                 async for chunk in resp.content.iter_any():
@@ -184,7 +208,7 @@ async def one(session, url, headers, body, timeout):
 async def level(args, concurrency, rng, offset):
     url = args.url.rstrip("/") + "/v1/chat/completions"
     headers = {"Content-Type": "application/json"}
-    key = os.environ.get("PDSERVE_BENCH_API_KEY")
+    key = args.key
     if key:
         headers["Authorization"] = "Bearer %s" % key
     count = args.requests or max(4 * concurrency, 16)
@@ -214,9 +238,9 @@ async def run(args):
         row, count = await level(args, concurrency, rng, offset)
         offset += count
         rows.append(row)
-        print("C=%d: %d ok, %d failed, %.2f req/s, %.1f output tok/s" % (
-            concurrency, row["requests"], row["failed"], row["requests_per_s"], row["output_tokens_per_s"]),
-            file=sys.stderr)
+        print("C=%d: %d ok, %d failed, %.2f req/s, %.1f output tok/s%s" % (
+            concurrency, row["requests"], row["failed"], row["requests_per_s"], row["output_tokens_per_s"],
+            ("; " + row["errors"][0]) if row["errors"] else ""), file=sys.stderr)
     return rows
 
 
@@ -235,11 +259,13 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write the configuration and the levels here")
     parser.add_argument("--csv", help="write one row per level here")
+    parser.add_argument("--api-key-file", help="a file holding the router's API key (else PDSERVE_BENCH_API_KEY)")
     args = parser.parse_args(argv)
+    args.key = api_key(args.api_key_file)
     if aiohttp is None:
         parser.error("aiohttp is missing: run this with the router's Python (sglang-router brings aiohttp)")
     rows = asyncio.run(run(args))
-    config = dict((k, v) for k, v in vars(args).items() if k not in ("json", "csv"))
+    config = dict((k, v) for k, v in vars(args).items() if k not in ("json", "csv", "key", "api_key_file"))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"config": config, "levels": rows}, handle, indent=2)
@@ -247,6 +273,8 @@ def main(argv=None):
         with open(args.csv, "w") as handle:
             handle.write(to_csv(rows))
     print(table(rows))
+    for line in error_lines(rows):
+        print(line)
     return 1 if any(r["failed"] for r in rows) or not all(r["requests"] for r in rows) else 0
 
 

@@ -82,7 +82,9 @@ def test_serving_topology_reads_only_the_serving_hosts():
 
 def test_serving_topology_host_missing_from_hostvars():
     topology = F.serving_topology(FakeHostVars({}), {"sglang_decode": ["ghost"]}, defaults=TOPOLOGY_DEFAULTS)
-    assert topology["hosts"]["ghost"]["decode"] == [] and topology["problems"] == []
+    # A group member that declares nothing (here: not even in hostvars) is the problem of a missing instance list.
+    assert topology["hosts"]["ghost"]["decode"] == []
+    assert [(p["host"], p["variable"]) for p in topology["problems"]] == [("ghost", "sglang_decode_instances")]
 
 
 def test_serving_topology_with_other_group_names():

@@ -118,3 +118,20 @@ def test_venv_state_lists_problems(module_runner, tmp_path):
     env.write_text('PDSERVE_VENV="/opt/sglang/venv"\n')
     result, failed = module_runner(venv_state.main, dict(args, target=str(root / 'sglang-9'), min_free_gb=0.001))
     assert not failed and result['current'] == '/opt/sglang/venv' and result['target']['exists'] is False
+
+
+def test_venv_state_records_a_created_venv_and_refuses_a_gone_previous(module_runner, tmp_path):
+    root = tmp_path / 'venvs'
+    new = str(root / 'sglang-9')
+    result, failed = module_runner(venv_state.main, {'venv_root': str(root), 'record_created': new}, check_mode=True)
+    assert not failed and result['changed'] and not root.exists()
+    result, failed = module_runner(venv_state.main, {'venv_root': str(root), 'record_created': new})
+    assert not failed and result['changed'] and result['recorded'] and (root / '.pdserve-venvs.json').is_file()
+    env = tmp_path / 'decode-0.env'
+    env.write_text('PDSERVE_VENV="/opt/sglang/venv"\n')
+    (root / 'previous').symlink_to(new)
+    args = {'host': 'gpu-1', 'instances': [{'name': 'decode-0', 'env_file': str(env)}], 'venv_root': str(root),
+            'unit_dir': str(tmp_path), 'target': str(root / 'previous'), 'must_exist': True}
+    result, failed = module_runner(venv_state.main, args)
+    assert failed and 'host gpu-1: sglang_venv_root: %s points to %s, which is gone' % (root / 'previous', new) in result['msg']
+    assert result['recorded'] == ['sglang-9']

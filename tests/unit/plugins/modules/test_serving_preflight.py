@@ -118,6 +118,21 @@ def test_a_wrong_layout_fails_listing_every_problem(env, run, gpu_sysfs, blackwe
     assert result["changed"] is False and len(result["skipped"]) == len(HOST_CHECKS)
 
 
+def test_a_misspelled_instance_variable_is_refused_naming_host_variable_and_fix(env, run, gpu_sysfs, inventory,
+                                                                                inventory_model):
+    """A host of sglang_decode whose decode instances sit under a misspelled name: refused, never a silent prune."""
+    host_vars, groups = inventory("blackwell")
+    host_vars["blackwell"]["sglang_decode_instanses"] = host_vars["blackwell"].pop("sglang_decode_instances")
+    topology = plain(build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS))
+    result, failed = run(recorded_args(env, gpu_sysfs, topology, plain(inventory_model("blackwell"))))
+    assert failed is True
+    found = [p for p in result["problems"] if p["host"] == "blackwell" and p["variable"] == "sglang_decode_instances"]
+    assert found and "declares no decode instance" in found[0]["message"], result["problems"]
+    assert "did you mean 'sglang_decode_instanses'?" in found[0]["message"]
+    assert "set sglang_decode_instances for blackwell" in found[0]["fix"]
+    assert "host blackwell: sglang_decode_instances: blackwell is a host of group sglang_decode" in result["msg"]
+
+
 def test_numa_node_the_capture_does_not_have(env, run, gpu_sysfs, blackwell):
     topology, model = blackwell(decode={"numa_node": 2})
     result, failed = run(recorded_args(env, gpu_sysfs, topology, model, gpu_facts="never"))

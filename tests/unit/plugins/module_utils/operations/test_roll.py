@@ -63,8 +63,26 @@ def test_the_only_worker_of_a_type_is_refused_unless_plain():
     assert plan["problems"] == []
     assert [(w["name"], w["plain"]) for w in plan["workers"]] == [
         ("prefill-0", True), ("decode-0", False), ("decode-1", False)]
-    problems = roll_plan(topology, variable="sglang_operations_upgrade")["problems"]
-    assert problems[0]["variable"] == "sglang_operations_upgrade_plain_restart"
+    assert plan["warnings"] == [] and not any(w["unvalidated"] for w in plan["workers"])
+
+
+def test_an_upgrade_of_the_only_worker_of_a_type_needs_the_unvalidated_opt_in_and_says_so():
+    """In an upgrade an in-place worker never leaves the router: clients reach the new version before it is validated.
+    Refused unless <prefix>_unvalidated_restart, and said before anything starts when allowed."""
+    topology = stack(prefill=1, decode=2)
+    (found,) = roll_plan(topology, variable="sglang_operations_upgrade", upgrade=True)["problems"]
+    assert (found["host"], found["variable"]) == ("p", "sglang_operations_upgrade_unvalidated_restart")
+    assert "clients reach the new version as soon as it answers /health, before it is validated" in found["message"]
+    assert "set sglang_operations_upgrade_unvalidated_restart: true to accept that clients reach" in found["fix"]
+    plan = roll_plan(topology, plain_restart=True, variable="sglang_operations_upgrade", upgrade=True)
+    assert plan["problems"] == []
+    assert [(w["name"], w["unvalidated"]) for w in plan["workers"]] == [
+        ("prefill-0", True), ("decode-0", False), ("decode-1", False)]
+    (warning,) = plan["warnings"]
+    assert warning.startswith("prefill-0 (prefill on p) is the only prefill worker: it is moved in place, so clients "
+                              "reach the new version as soon as it answers /health, before it is validated")
+    assert "sglang_operations_upgrade_unvalidated_restart is true" in warning
+    assert plan_lines(plan, [], 300, what="Upgrade")[1].endswith("clients reach the new version before it is validated")
 
 
 def test_no_router_is_a_problem():

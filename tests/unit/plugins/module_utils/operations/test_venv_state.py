@@ -36,9 +36,11 @@ def layout(tmp_path):
     conf = str(tmp_path / "etc")
     for path in (root, units, conf):
         os.makedirs(path)
-    old = make_venv(os.path.join(root, "sglang-0.5.23"), "0.5.23")
-    make_venv(os.path.join(root, "sglang-0.5.22"), "0.5.22")
-    make_venv(os.path.join(root, "sglang-0.5.21"), "0.5.21")
+    # Venvs the collection created: each recorded before it was made, as the upgrade's install step does.
+    for version in ("0.5.23", "0.5.22", "0.5.21"):
+        assert vs.record_created(root, os.path.join(root, "sglang-%s" % version))["changed"]
+        make_venv(os.path.join(root, "sglang-%s" % version), version)
+    old = os.path.join(root, "sglang-0.5.23")
     instances = [{"name": n, "env_file": make_env(os.path.join(conf, "%s.env" % n), old)} for n in ("decode-0", "decode-1")]
     with open(os.path.join(units, "sglang-decode-0.service"), "w") as handle:
         handle.write("ExecStart=%s/bin/python -m sglang.launch_server\n" % old)
@@ -209,9 +211,6 @@ def test_the_links_are_not_venvs_of_their_own(tmp_path):
     assert all(os.path.basename(p) not in vs.LINKS for p in vs.judge("gpu", seen)["prunable"])
 
 
-@pytest.mark.xfail(strict=True, reason="venv_state bug: link targets are resolved with realpath, the venvs under the "
-                   "root are not, so under a venv root reached through a symlink (/opt -> /data/opt) the previous "
-                   "venv is listed prunable and upgrade.yml deletes it")
 def test_previous_is_kept_under_a_venv_root_reached_through_a_symlink(tmp_path):
     (tmp_path / "data").mkdir()
     os.symlink(str(tmp_path / "data"), str(tmp_path / "opt"))
@@ -219,3 +218,95 @@ def test_previous_is_kept_under_a_venv_root_reached_through_a_symlink(tmp_path):
     os.symlink(os.path.join(root, "sglang-0.5.22"), os.path.join(root, "previous"))
     decided = _final(root, units, instances)
     assert os.path.join(root, "sglang-0.5.22") not in decided["prunable"]
+    # What is prunable is still found, named as configured (under the symlinked root).
+    assert decided["prunable"] == [os.path.join(root, "sglang-0.5.21")]
+
+
+def test_a_unit_naming_the_resolved_path_keeps_the_venv(tmp_path):
+    (tmp_path / "data").mkdir()
+    os.symlink(str(tmp_path / "data"), str(tmp_path / "opt"))
+    root, units, instances, old = _unreferenced(tmp_path / "opt")
+    with open(os.path.join(units, "sglang-other.service"), "w") as handle:
+        handle.write("ExecStart=%s/bin/python -m sglang.launch_server\n" % os.path.realpath(os.path.join(root, "sglang-0.5.21")))
+    assert _final(root, units, instances)["prunable"] == [os.path.join(root, "sglang-0.5.22")]
+
+
+# --- only venvs the collection recorded creating are ever pruned -------------------------------------------------
+
+def test_a_venv_made_by_hand_is_never_prunable(tmp_path):
+    root, units, instances, old = _unreferenced(tmp_path)
+    mine = make_venv(os.path.join(root, "my-experiment"), "0.5.20")
+    os.symlink(old, os.path.join(root, "current"))
+    decided = _final(root, units, instances)
+    assert mine not in decided["prunable"]
+    assert decided["prunable"] == [os.path.join(root, "sglang-0.5.21"), os.path.join(root, "sglang-0.5.22")]
+    # Recording it afterwards is refused: it existed before, so this run did not create it.
+    result = vs.record_created(root, mine)
+    assert (result["changed"], result["recorded"]) == (False, False) and "not created by this run" in result["reason"]
+    assert "my-experiment" not in vs.read_record(root)
+
+
+def test_without_a_record_nothing_is_prunable(tmp_path):
+    root, units, instances, old = _unreferenced(tmp_path)
+    os.remove(os.path.join(root, vs.RECORD))
+    assert _final(root, units, instances)["prunable"] == []
+
+
+def test_a_venv_an_instance_runs_is_kept_even_when_no_unit_names_it(tmp_path):
+    root, units, instances, old = _unreferenced(tmp_path)
+    make_env(instances[1]["env_file"], os.path.join(root, "sglang-0.5.21"), "0.5.21")
+    assert os.path.join(root, "sglang-0.5.21") not in vs.judge("gpu", vs.observe(instances, root, units))["prunable"]
+
+
+def test_record_created(tmp_path):
+    root = str(tmp_path / "venvs")
+    new = os.path.join(root, "sglang-0.5.24")
+    # Check mode: says it would record, writes nothing (not even the root).
+    assert vs.record_created(root, new, check_mode=True)["changed"] and not os.path.exists(root)
+    result = vs.record_created(root, new)
+    assert (result["changed"], result["recorded"], result["record"]) == (True, True, os.path.join(root, vs.RECORD))
+    assert oct(os.stat(result["record"]).st_mode & 0o777) == "0o644"
+    assert vs.read_record(root) == ["sglang-0.5.24"]
+    make_venv(new, "0.5.24")
+    # Again (a rerun after an interrupted install): already recorded, nothing changes.
+    assert vs.record_created(root, new) == dict(result, changed=False, reason="%s is recorded already" % new)
+    # An empty directory (made by a failed earlier step) is recorded; a venv outside the root never is.
+    os.makedirs(os.path.join(root, "sglang-0.5.25"))
+    assert vs.record_created(root, os.path.join(root, "sglang-0.5.25"))["recorded"]
+    outside = vs.record_created(root, str(tmp_path / "venv"))
+    assert not outside["changed"] and "never pruned" in outside["reason"]
+    assert vs.read_record(root) == ["sglang-0.5.24", "sglang-0.5.25"]
+
+
+def test_an_unreadable_record_records_nothing(tmp_path):
+    root = str(tmp_path)
+    with open(os.path.join(root, vs.RECORD), "w") as handle:
+        handle.write('{"created": ["../escape", "", 3, "sglang-1"]')
+    assert vs.read_record(root) == []
+    with open(os.path.join(root, vs.RECORD), "w") as handle:
+        handle.write('{"created": ["../escape", "", 3, "sglang-1"]}')
+    assert vs.read_record(root) == ["sglang-1"]
+
+
+# --- a rollback needs its previous venv ------------------------------------------------------------------------
+
+def test_a_rollback_to_a_previous_link_whose_venv_is_gone_is_refused(tmp_path):
+    root, units, instances, old = _unreferenced(tmp_path)
+    gone = os.path.join(root, "sglang-0.5.20")
+    os.symlink(gone, os.path.join(root, "previous"))
+    target = os.path.join(root, "previous")
+    decided = vs.judge("gpu", vs.observe(instances, root, units, target=target), target, must_exist=True)
+    (found,) = decided["problems"]
+    assert found["variable"] == "sglang_venv_root"
+    assert found["message"] == "%s points to %s, which is gone (no %s/bin/python): there is no venv to return to" % (
+        target, gone, gone)
+    assert "restore %s" % gone in found["fix"] and "no worker was touched" in found["fix"]
+    # An upgrade builds its target: a missing one is no problem there.
+    assert vs.judge("gpu", vs.observe(instances, root, units, target=target), target)["problems"] == []
+
+
+def test_a_rollback_without_a_previous_link_is_refused(tmp_path):
+    root, units, instances, old = _unreferenced(tmp_path)
+    target = os.path.join(root, "previous")
+    (found,) = vs.judge("gpu", vs.observe(instances, root, units, target=target), target, must_exist=True)["problems"]
+    assert found["message"] == "%s does not exist: there is no venv to return to" % target

@@ -211,9 +211,28 @@ def test_only_hosts_of_the_serving_groups_and_their_own_mode():
 
 
 def test_host_in_a_group_without_variables():
+    """A serving-group host that declares no instance of its mode is a problem: the server role would otherwise find
+    every unit of that mode stale and stop, disable and delete it."""
     topology = T.build_topology({}, {"sglang_decode": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["hosts"]["gpu"] == {"address": "gpu", "groups": ["sglang_decode"], "prefill": [], "decode": [], "router": None}
-    assert topology["problems"] == []
+    (found,) = topology["problems"]
+    assert (found["host"], found["variable"]) == ("gpu", "sglang_decode_instances")
+    assert "declares no decode instance" in found["message"] and "delete every decode unit" in found["message"]
+    assert "set sglang_decode_instances for gpu" in found["fix"] and "out of group sglang_decode" in found["fix"]
+
+
+@pytest.mark.parametrize("host_vars,said", [
+    ({"sglang_decode_instance": [DECODE]}, "did you mean 'sglang_decode_instance'?"),
+    ({"sglang_decode_instances": []}, "sglang_decode_instances is empty"),
+    ({"sglang_prefill_instances": [PREFILL]}, "sglang_decode_instances is not set, so"),
+])
+def test_a_misspelled_or_empty_instance_variable_names_host_variable_and_fix(host_vars, said):
+    topology = T.build_topology({"gpu": host_vars}, {"sglang_prefill": ["gpu"] if "sglang_prefill_instances" in host_vars
+                                                     else [], "sglang_decode": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
+    found = [p for p in topology["problems"] if p["variable"] == "sglang_decode_instances" and p["host"] == "gpu"]
+    assert len(found) == 1 and said in found[0]["message"], topology["problems"]
+    # The other mode's real variable is never offered as the misspelling.
+    assert "sglang_prefill_instances'" not in found[0]["message"]
 
 
 def test_hosts_in_group_order_without_repeats():
