@@ -90,7 +90,7 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
                 "%s (%s on %s) is the only %s worker: it is moved in place, so clients reach the new version as soon "
                 "as it answers /health, before it is validated, and every request fails while it restarts (%s_"
                 "unvalidated_restart is true)" % (worker["name"], worker["mode"], worker["inventory_host"],
-                                                   worker["mode"], variable))
+                                                  worker["mode"], variable))
         elif worker["plain"] and not plain_restart:
             problems.append(problem(
                 worker["inventory_host"], "%s_plain_restart" % variable,

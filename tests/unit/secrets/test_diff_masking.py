@@ -55,8 +55,8 @@ INVENTORY = {
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     base = tmp_path_factory.mktemp("diffs")
-    groups = dict((g, {"hosts": {"box": None}}) for g in ("sglang_prefill", "sglang_decode", "sglang_router",
-                                                         "monitoring"))
+    groups = dict((g, {"hosts": {"box": None}})
+                  for g in ("sglang_prefill", "sglang_decode", "sglang_router", "monitoring"))
     (base / "group_vars").mkdir()
     (base / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": groups}}))
     (base / "group_vars" / "all.yml").write_text(yaml.safe_dump(INVENTORY))
