@@ -55,11 +55,11 @@ def test_a_name_that_is_not_a_string():
     assert problem["variable"] == "sglang_model_env.3"
 
 
-@pytest.mark.parametrize("value", ["a\nb", "a\rb", "a\0b"])
+@pytest.mark.parametrize("value", ["a\nb", "a\rb", "a\0b", "a\tb", "a\x1bb", "a\x7fb"])
 def test_a_value_that_does_not_fit_one_line(value):
     (problem,) = P.env_problems("gpu", "sglang_decode_instances[d].env", {"A": value})
     assert (problem["variable"], problem["message"]) == ("sglang_decode_instances[d].env.A",
-                                                         "holds a line break or NUL character")
+                                                         "holds a line break, NUL, tab or other control character")
 
 
 def test_every_bad_variable_is_reported_in_name_order():
