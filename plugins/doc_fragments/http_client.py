@@ -29,3 +29,14 @@ notes:
   - The modules use only the Python standard library on the target host.
   - Proxy environment variables are ignored; the endpoints are reached directly.
 '''
+
+    # router_argument_spec: the shared options plus the router's control-plane key.
+    CONTROL_PLANE = r'''
+options:
+  control_plane_api_key:
+    description:
+      - Bearer token for the router's worker-management API (C(GET), C(POST) and C(DELETE) of C(/workers)), the key of
+        its C(--control-plane-api-keys) entry (role admin); C(sglang_router_control_plane_api_key) in the inventory.
+      - Unset, O(api_key) is sent there too (a router without control-plane keys lets its client key manage workers).
+    type: str
+'''

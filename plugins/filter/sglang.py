@@ -81,14 +81,21 @@ def flag_check_lines(units):
     """[{name, argv}] for pdserve.sglang.sglang_flag_check from server_units/router_unit_files results."""
     if isinstance(units, dict):
         units = [units]
-    return [{"name": u.get("name") or u["unit"], "argv": argv(u["argv_lines"])} for u in units]
+    # check_lines: the router's lines with a placeholder for each key its launcher adds (never the key).
+    return [{"name": u.get("name") or u["unit"], "argv": argv(u.get("check_lines") or u["argv_lines"])} for u in units]
 
 
 def unit_services(units):
     """[{unit, unit_path, env_file}] for pdserve.sglang.managed_files' services, from server_units/router_unit_files."""
     if isinstance(units, dict):
         units = [units]
-    return [{"unit": u["unit"], "unit_path": u["unit_path"], "env_file": u["env_file"]} for u in units]
+    services = []
+    for u in units:
+        service = {"unit": u["unit"], "unit_path": u["unit_path"], "env_file": u["env_file"]}
+        if u.get("credential_files"):
+            service["credential_files"] = list(u["credential_files"])
+        services.append(service)
+    return services
 
 
 def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False,

@@ -21,10 +21,18 @@ def http_argument_spec() -> Dict[str, Dict[str, Any]]:
     )
 
 
+def router_argument_spec() -> Dict[str, Dict[str, Any]]:
+    """The shared options plus the router's control-plane key, for modules that call its /workers API."""
+    spec = http_argument_spec()
+    spec.update(control_plane_api_key=dict(type='str', no_log=True))
+    return spec
+
+
 def client_from_params(params: Dict[str, Any], timeout: Optional[float] = None) -> HttpClient:
-    """An HttpClient from the shared options."""
+    """An HttpClient from the shared options (and control_plane_api_key, when the module has it)."""
     return HttpClient(
         api_key=params.get('api_key'),
+        control_plane_api_key=params.get('control_plane_api_key'),
         timeout=timeout if timeout is not None else params.get('request_timeout') or 30.0,
         validate_certs=params.get('validate_certs', True),
     )

@@ -104,8 +104,10 @@ class HttpResult(object):
 class HttpClient(object):
     """JSON over HTTP with an optional bearer token and a per-request timeout."""
 
-    def __init__(self, api_key=None, timeout=30.0, validate_certs=True, headers=None):
+    def __init__(self, api_key=None, timeout=30.0, validate_certs=True, headers=None, control_plane_api_key=None):
         self.api_key = api_key
+        # The router's worker-management key: sent instead of api_key on control-plane requests (/workers).
+        self.control_plane_api_key = control_plane_api_key
         self.timeout = float(timeout)
         self.headers = dict(headers or {})
         handlers = [ProxyHandler({})]
@@ -116,7 +118,7 @@ class HttpClient(object):
             handlers.append(HTTPSHandler(context=context))
         self._opener = build_opener(*handlers)
 
-    def _request(self, method, url, payload=None, headers=None, stream=False):
+    def _request(self, method, url, payload=None, headers=None, stream=False, control_plane=False):
         data = None
         all_headers = {'User-Agent': USER_AGENT, 'Accept': 'application/json'}
         if payload is not None:
@@ -124,20 +126,21 @@ class HttpClient(object):
             all_headers['Content-Type'] = 'application/json'
         if stream:
             all_headers['Accept'] = 'text/event-stream'
-        if self.api_key:
-            all_headers['Authorization'] = 'Bearer %s' % self.api_key
+        key = self.control_plane_api_key if control_plane and self.control_plane_api_key else self.api_key
+        if key:
+            all_headers['Authorization'] = 'Bearer %s' % key
         all_headers.update(self.headers)
         all_headers.update(headers or {})
         return Request(url, data=data, headers=all_headers, method=method)
 
     def request(self, method: str, url: str, payload: Any = None, headers: Optional[Dict[str, str]] = None,
-                timeout: Optional[float] = None) -> "HttpResult":
-        """Send one request and read the whole body."""
+                timeout: Optional[float] = None, control_plane: bool = False) -> "HttpResult":
+        """Send one request and read the whole body (``control_plane``: with the control-plane key, when set)."""
         started = time.monotonic()
         timeout = self.timeout if timeout is None else timeout
         try:
             # Inside the try: a URL urllib cannot parse is a result with its error, like any other failure.
-            req = self._request(method, url, payload, headers)
+            req = self._request(method, url, payload, headers, control_plane=control_plane)
             resp = self._opener.open(req, timeout=timeout)
             try:
                 body = resp.read()
@@ -156,11 +159,11 @@ class HttpClient(object):
             return HttpResult(method, url, None, error=describe_exception(exc),
                               seconds=time.monotonic() - started)
 
-    def get(self, url: str, timeout: Optional[float] = None) -> "HttpResult":
-        return self.request('GET', url, timeout=timeout)
+    def get(self, url: str, timeout: Optional[float] = None, control_plane: bool = False) -> "HttpResult":
+        return self.request('GET', url, timeout=timeout, control_plane=control_plane)
 
-    def post_json(self, url: str, payload: Any, timeout: Optional[float] = None) -> "HttpResult":
-        return self.request('POST', url, payload=payload, timeout=timeout)
+    def post_json(self, url: str, payload: Any, timeout: Optional[float] = None, control_plane: bool = False) -> "HttpResult":
+        return self.request('POST', url, payload=payload, timeout=timeout, control_plane=control_plane)
 
     def stream_sse(self, url: str, payload: Any, timeout: Optional[float] = None) -> "SseResult":
         """POST and read a server-sent event stream.

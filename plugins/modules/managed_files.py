@@ -110,6 +110,13 @@ options:
       env_file:
         description: Its environment file (one of O(files)).
         type: path
+      credential_files:
+        description:
+          - Its credential files (of O(files), loaded with C(LoadCredential=)); a change restarts it with the reason
+            C(credential <file name>). Their content never shows in the diff, before or after.
+        type: list
+        elements: path
+        version_added: 0.4.0
 notes:
   - Needs only the Python standard library on the managed host.
 """
@@ -169,6 +176,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import unit_reasons
 
 
+HIDDEN = "(a credential: its content is not shown)\n"
+
+
 def _read(path):
     try:
         with open(path, "rb") as handle:
@@ -221,14 +231,19 @@ def _restarts(services, changed_paths, texts, planned):
     out = []
     for service in services:
         paths = [service.get("unit_path"), service.get("env_file")]
-        if not any(p in changed for p in paths if p):
+        credentials = [p for p in service.get("credential_files") or [] if p in changed]
+        if not credentials and not any(p in changed for p in paths if p):
             continue
         unit_before, unit_after = texts.get(service.get("unit_path"), (None, None))
         env_before, env_after = texts.get(service.get("env_file"), (None, None))
         attributes = [what for what, path in (("unit", paths[0]), ("env", paths[1]))
                       if path in changed and texts.get(path, (None, None))[0] == texts.get(path, (None, None))[1]]
-        out.append({"unit": service["unit"], "planned": bool(planned),
-                    "reasons": unit_reasons(unit_before, unit_after, env_before, env_after, attributes)})
+        reasons = []
+        if any(p in changed for p in paths if p):
+            reasons = unit_reasons(unit_before, unit_after, env_before, env_after, attributes)
+        # Only the file's name: its content is a secret.
+        reasons += ["credential %s" % os.path.basename(p) for p in credentials]
+        out.append({"unit": service["unit"], "planned": bool(planned), "reasons": reasons})
     return out
 
 
@@ -253,6 +268,7 @@ def run_module():
                 unit=dict(type="str", required=True),
                 unit_path=dict(type="path"),
                 env_file=dict(type="path"),
+                credential_files=dict(type="list", elements="path", default=[]),
             )),
         ),
         supports_check_mode=True,
@@ -281,6 +297,7 @@ def run_module():
         if missing:
             pending.add(item["path"])
 
+    credentials = set(p for service in module.params["services"] for p in service.get("credential_files") or [])
     changed_paths = []
     diffs = []
     texts = {}
@@ -291,7 +308,11 @@ def run_module():
                 and not _attributes_differ(item["path"], item["owner"], item["group"], item["mode"])):
             continue
         changed_paths.append(item["path"])
-        if before != item["content"]:
+        if before != item["content"] and item["path"] in credentials:
+            # A key being replaced is not among secret_values any more: a credential's content is never shown.
+            diffs.append({"before_header": item["path"], "after_header": item["path"],
+                          "before": HIDDEN if before is not None else "", "after": HIDDEN})
+        elif before != item["content"]:
             diffs.append({"before_header": item["path"], "after_header": item["path"],
                           "before": _mask(before or "", secrets), "after": _mask(item["content"], secrets)})
         if not module.check_mode:

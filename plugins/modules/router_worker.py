@@ -26,13 +26,15 @@ author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
   - pdserve.sglang.http_client
+  - pdserve.sglang.http_client.control_plane
   - ansible.builtin.action_common_attributes
 options:
   url:
     description:
       - Base URL of the router, for example C(http://127.0.0.1:30001).
-      - O(api_key) is the router's C(--api-key) when it has one; it is sent in the header and in the POST body and
-        never logged.
+      - O(control_plane_api_key) is the router's control-plane key (its C(--control-plane-api-keys) admin entry), sent
+        with every request to C(/workers); O(api_key), the router's C(--api-key), goes into the POST body as the key the
+        router presents to the worker (and into the header when no control-plane key is given). Neither is logged.
     type: str
     required: true
   worker_url:
@@ -98,6 +100,7 @@ EXAMPLES = r'''
   pdserve.sglang.router_worker:
     url: http://127.0.0.1:30001
     api_key: "{{ sglang_router_api_key or omit }}"
+    control_plane_api_key: "{{ sglang_router_control_plane_api_key or omit }}"
     worker_url: http://10.0.0.21:30002
     worker_type: decode
     state: absent
@@ -129,13 +132,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
     client_from_params,
-    http_argument_spec,
+    router_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import RouterAdmin, RouterError
 
 
 def argument_spec():
-    spec = http_argument_spec()
+    spec = router_argument_spec()
     spec.update(
         url=dict(type='str', required=True),
         worker_url=dict(type='str', required=True),

@@ -35,6 +35,7 @@ author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
   - pdserve.sglang.http_client
+  - pdserve.sglang.http_client.control_plane
   - ansible.builtin.action_common_attributes
 options:
   url:
@@ -196,14 +197,14 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_che
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
     client_from_params,
-    http_argument_spec,
+    router_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.pd_pair import PairClient
 
 
 def argument_spec():
-    spec = http_argument_spec()
+    spec = router_argument_spec()
     spec.update(
         url=dict(type='str'),
         prefill_url=dict(type='str'),
@@ -238,7 +239,7 @@ class ChatValidator(object):
         """The router's GET /workers JSON, read once; None when it has none (a plain server)."""
         if not self._workers_read:
             self._workers_read = True
-            answer = self.client.get(join_url(self.url, '/workers'))
+            answer = self.client.get(join_url(self.url, '/workers'), control_plane=True)
             data = answer.json() if answer.status == 200 else None
             self._workers = data if isinstance(data, dict) and 'workers' in data else None
         return self._workers

@@ -30,6 +30,7 @@ author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
   - pdserve.sglang.http_client
+  - pdserve.sglang.http_client.control_plane
   - ansible.builtin.action_common_attributes
 options:
   endpoints:
@@ -208,7 +209,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
     client_from_params,
-    http_argument_spec,
+    router_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import (
     Endpoint,
@@ -219,7 +220,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readines
 
 
 def argument_spec():
-    spec = http_argument_spec()
+    spec = router_argument_spec()
     spec.update(
         endpoints=dict(
             type='list', elements='dict', required=True,

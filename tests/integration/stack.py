@@ -34,6 +34,8 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline imp
 )
 
 EMULATOR = os.path.join(REPO, "tests", "emulator", "sglang_emulator.py")
+# The role's launcher: the router's keys from credential files (as systemd's LoadCredential= hands them), not argv.
+LAUNCHER = os.path.join(REPO, "roles", "sglang_router", "files", "pdserve_router_launch.py")
 MODEL = "deepseek-v4-flash"
 MODEL_PATH = "deepseek-ai/DeepSeek-V4-Flash"
 PYTHON = sys.executable
@@ -83,10 +85,10 @@ def merge_args(defaults, overrides=(), drop=()):
     return [token for group in merged if group[0] not in drop for token in group]
 
 
-def http_get(url, timeout=2.0):
+def http_get(url, timeout=2.0, headers=None):
     """(status, body text); status 0 when the connection fails."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as resp:
             return resp.status, resp.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")
@@ -206,8 +208,22 @@ class Router(_Process):
     name = "router"
 
     def __init__(self, prefill, decode, args=(), env=None, port=None, prometheus_port=None,
-                 drop=()):
+                 drop=(), api_key=None, control_plane_api_key=None):
         super().__init__(env)
+        # Keys go the way the unit passes them: files in a credentials directory, read by the launcher.
+        self.api_key = api_key
+        self.control_plane_api_key = control_plane_api_key
+        self.launcher_args = []
+        if api_key or control_plane_api_key:
+            directory = tempfile.mkdtemp(prefix="pdserve-router-credentials-")
+            for option, name, value in (("--api-key-credential", "router-api-key", api_key),
+                                        ("--control-plane-api-key-credential", "router-control-plane-api-key",
+                                         control_plane_api_key)):
+                if value:
+                    with open(os.path.join(directory, name), "w") as handle:
+                        handle.write(value)
+                    self.launcher_args += [option, name]
+            self.env["CREDENTIALS_DIRECTORY"] = directory
         self.prefill = list(prefill)
         self.decode = list(decode)
         self.port = port or free_port()
@@ -232,10 +248,13 @@ class Router(_Process):
         return "http://127.0.0.1:%s/metrics" % self.prometheus_port
 
     def command(self):
+        if self.launcher_args:
+            return [PYTHON, LAUNCHER] + self.launcher_args + ["--"] + self.args
         return [PYTHON, "-m", "sglang_router.launch_router"] + self.args
 
     def workers(self):
-        status, text = http_get(self.url + "/workers")
+        key = self.control_plane_api_key or self.api_key
+        status, text = http_get(self.url + "/workers", headers={"Authorization": "Bearer " + key} if key else None)
         if status != 200:
             return None
         try:

@@ -24,6 +24,7 @@ from test_rolling_drain import SLOW, Load
 
 pytestmark = pytest.mark.integration
 KEY = "roll-key-3f9c"
+ADMIN_KEY = "roll-admin-key-8d21"
 # The 2P2D roll and the upgrade/rollback cycle are what the multihost scenario's operations stages run with systemd
 # over SSH (minutes on a loaded 2-core machine): here they run only on request, to work on the playbooks without
 # containers. The lone-worker refusal and in-place restart are tested only here, so they always run.
@@ -60,7 +61,8 @@ class LocalStack(object):
             for _name, emu in self.servers[mode]:
                 stack.Emulator.wait_healthy(emu, 60)
         self.router = stack.Router(prefill=[(e.url, e.bootstrap_port) for _n, e in self.servers["prefill"]],
-                                   decode=[e.url for _n, e in self.servers["decode"]], args=["--api-key", KEY])
+                                   decode=[e.url for _n, e in self.servers["decode"]], api_key=KEY,
+                                   control_plane_api_key=ADMIN_KEY)
         self.router.start()
         self.inventory = os.path.join(self.tmp, "hosts.yml")
         self.write_inventory()
@@ -85,6 +87,7 @@ class LocalStack(object):
             "sglang_decode_instances": [instance(n, e) for n, e in self.servers["decode"]],
             "sglang_router_host": "127.0.0.1", "sglang_router_port": self.router.port,
             "sglang_router_prometheus_port": self.router.prometheus_port, "sglang_router_api_key": KEY,
+            "sglang_router_control_plane_api_key": ADMIN_KEY,
             "sglang_model_served_name": stack.MODEL, "sglang_router_wait_timeout": 60, "sglang_server_wait_timeout": 60,
             "sglang_operations_roll_router_timeout": 30, "sglang_operations_roll_drain_timeout": 30,
             "sglang_operations_roll_ready_timeout": 60,
@@ -137,7 +140,7 @@ def test_rolling_restart_of_2p2d_under_load(local_stack):
         assert "%s (%s on pdserve-roll): drain" % (name, name.split("-", maxsplit=1)[0]) in out
         assert "sglang-%s.service on pdserve-roll: restarted (rolling restart)" % name in out
     assert "served " in out and "during the roll" in out
-    assert KEY not in out, "the router's API key was printed"
+    assert KEY not in out and ADMIN_KEY not in out, "a router key was printed"
 
 
 def test_a_single_worker_is_refused_then_restarted_in_place_on_request(local_stack):
@@ -212,7 +215,8 @@ class UnitStack(LocalStack):
                         ANSIBLE_CALLBACKS_ENABLED=os.environ.get("PDSERVE_TEST_CALLBACKS", "pdserve.sglang.restart_plan"), ANSIBLE_NOCOLOR="1",
                         ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
         self.router = stack.Router(prefill=[(e.url, e.bootstrap_port) for _n, e in self.servers["prefill"]],
-                                   decode=[e.url for _n, e in self.servers["decode"]], args=["--api-key", KEY])
+                                   decode=[e.url for _n, e in self.servers["decode"]], api_key=KEY,
+                                   control_plane_api_key=ADMIN_KEY)
         self.inventory = os.path.join(self.tmp, "hosts.yml")
         self.write_inventory()
         # The first deploy: the role renders every unit for venv 90.0.1 (what site.yml's server plays write).

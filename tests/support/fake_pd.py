@@ -65,8 +65,12 @@ class _Server(object):
 
 
 class FakeRouter(_Server):
-    def __init__(self, workers=(), api_key=None, register_after=0, healthy_after=0, drop_posts=False):
+    def __init__(self, workers=(), api_key=None, register_after=0, healthy_after=0, drop_posts=False,
+                 control_plane_api_key=None):
         self.api_key = api_key
+        # As sglang-router 0.3.2: with a control-plane key only it manages workers (the client key gets 401 there);
+        # without one the client key does.
+        self.control_plane_api_key = control_plane_api_key
         self.register_after = register_after
         self.healthy_after = healthy_after
         self.drop_posts = drop_posts
@@ -101,7 +105,8 @@ class FakeRouter(_Server):
                     entry['is_healthy'] = True
 
     def answer(self, method, path, body, auth):
-        if self.api_key and auth != 'Bearer %s' % self.api_key:
+        needed = self.control_plane_api_key or self.api_key
+        if needed and auth != 'Bearer %s' % needed:
             return 401, None, 'text/plain'
         if method == 'GET' and path == '/workers':
             self._tick()

@@ -59,20 +59,24 @@ SERVER_SETTINGS = {
     "hardening": {"NoNewPrivileges": True}, "env": {},
 }
 ROUTER_SETTINGS = {
-    "launch_command": "/opt/sglang/venv/bin/python -m sglang_router.launch_router", "user": "sglang", "group": "sglang",
-    "config_dir": "/etc/sglang", "unit_dir": "/etc/systemd/system", "restart_sec": 5, "timeout_stop_sec": 30,
-    "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536, "hardening": {}, "api_key": "",
+    "launch_command": "/opt/sglang/router-venv/bin/python /usr/local/libexec/pdserve/pdserve_router_launch.py",
+    "user": "sglang-router", "group": "sglang-router", "config_dir": "/etc/sglang-router",
+    "credentials_dir": "/etc/sglang-router/credentials", "unit_dir": "/etc/systemd/system", "restart_sec": 5,
+    "timeout_stop_sec": 30, "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536,
+    "hardening": {}, "api_key": "", "control_plane_api_key": "",
     "hf_hub_offline": True, "hf_endpoint": "", "env": {}, "policy": "cache_aware", "log_level": "info", "extra_args": [],
 }
 
-# One host "box" running a prefill, a decode and the router, with nothing but names and ports set.
+# One host "box" running a prefill, a decode and the router, with nothing but names, ports and the router's keys set
+# (a router on the default 0.0.0.0 without a key is a preflight problem).
+ROUTER_KEYS = {"sglang_router_api_key": "box-client-key", "sglang_router_control_plane_api_key": "box-admin-key"}
 ONE_HOST_GROUPS = {"sglang_prefill": ["box"], "sglang_decode": ["box"], "sglang_router": ["box"]}
 
 
 def one_host_vars():
     """Fresh host_vars of the one-host layout (ONE_HOST_GROUPS)."""
     return {"box": {"sglang_prefill_instances": [{"name": "prefill", "port": 30000, "bootstrap_port": 8998}],
-                    "sglang_decode_instances": [{"name": "decode", "port": 30002}]}}
+                    "sglang_decode_instances": [{"name": "decode", "port": 30002}], **ROUTER_KEYS}}
 
 
 # Workers as the router's GET /workers lists them (sglang-router 0.3.2): two prefill, two decode on two hosts.

@@ -25,7 +25,9 @@ def _render(inventory, dest):
     env.setdefault("ANSIBLE_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))
     env["ANSIBLE_NOCOLOR"] = "1"
     cmd = [str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(SNAPSHOTS / "render_units.yml"),
-           "-i", str(ROOT / "inventories" / inventory), "-e", "snapshot_dir=%s" % dest]
+           "-i", str(ROOT / "inventories" / inventory), "-e", "snapshot_dir=%s" % dest,
+           # Fixed stand-ins for the inventories' password lookups (which would make random keys in inventories/).
+           "-e", "sglang_router_api_key=snapshot-client-key", "-e", "sglang_router_control_plane_api_key=snapshot-admin-key"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout

@@ -113,7 +113,8 @@ def add_payload(url, worker_type, bootstrap_port=None, api_key=None):
 
 
 class RouterAdmin(object):
-    """The worker API of one router. ``client`` is an HttpClient (with the router's API key, if any)."""
+    """The worker API of one router. ``client`` is an HttpClient with the router's control-plane key (if any); its
+    API key, if any, is the one the router presents to the worker (add)."""
 
     def __init__(self, client, url, interval=0.2, clock=time.monotonic, sleep=time.sleep):
         self.client = client
@@ -124,12 +125,13 @@ class RouterAdmin(object):
 
     def _check_auth(self, answer, what):
         if answer.status in (401, 403):
-            raise RouterError('the router at %s refused %s with HTTP %s: it requires an API key and the one given (if any) '
-                              'is not it; pass the router\'s key (sglang_router_api_key)' % (self.url, what, answer.status))
+            raise RouterError('the router at %s refused %s with HTTP %s: worker management needs the router\'s '
+                              'control-plane key and the one given (if any) is not it; pass control_plane_api_key '
+                              '(sglang_router_control_plane_api_key)' % (self.url, what, answer.status))
 
     def listing(self):
         """GET /workers, decoded; RouterError when the router does not answer it."""
-        answer = self.client.get(join_url(self.url, '/workers'))
+        answer = self.client.get(join_url(self.url, '/workers'), control_plane=True)
         self._check_auth(answer, 'GET /workers')
         data = answer.json() if answer.status == 200 else None
         if not isinstance(data, dict) or 'workers' not in data:
@@ -149,7 +151,7 @@ class RouterAdmin(object):
                 raise RouterError(problem, {'worker': summarize(worker)})
         if check_mode:
             return {'changed': True, 'worker': summarize(worker), 'seconds': 0.0, 'msg': 'would remove %s' % url}
-        answer = self.client.request('DELETE', join_url(self.url, '/workers/%s' % worker.get('id')))
+        answer = self.client.request('DELETE', join_url(self.url, '/workers/%s' % worker.get('id')), control_plane=True)
         self._check_auth(answer, 'DELETE /workers/{id}')
         if answer.status not in (200, 202, 204, 404):
             raise RouterError('the router at %s did not accept the removal of %s: %s'
@@ -185,7 +187,7 @@ class RouterAdmin(object):
             if check_mode:
                 return {'changed': True, 'worker': summarize(worker), 'seconds': 0.0,
                         'msg': 'would add %s as %s%s' % (url, worker_type, ' (%s)' % fixed if fixed else '')}
-            answer = self.client.post_json(join_url(self.url, '/workers'), payload)
+            answer = self.client.post_json(join_url(self.url, '/workers'), payload, control_plane=True)
             self._check_auth(answer, 'POST /workers')
             if answer.status not in (200, 201, 202):
                 raise RouterError('the router at %s did not accept %s: %s'

@@ -40,8 +40,18 @@ ROUTER_SWITCHES = (
     ("disable_circuit_breaker", "--disable-circuit-breaker"),
     ("disable_retries", "--disable-retries"),
 )
-# The router's API key stays out of the unit file: the unit passes this environment variable.
-ROUTER_API_KEY_ENV = "SGLANG_ROUTER_API_KEY"
+# The router's keys never reach a command line: the unit loads each as a systemd credential (LoadCredential=) and the
+# launcher (roles/sglang_router/files/pdserve_router_launch.py) adds the flag in Python. Setting -> (credential name,
+# the launcher's option that names it, the router flag the launcher adds).
+ROUTER_CREDENTIALS = (
+    ("api_key", "router-api-key", "--api-key-credential", "--api-key"),
+    ("control_plane_api_key", "router-control-plane-api-key", "--control-plane-api-key-credential",
+     "--control-plane-api-keys"),
+)
+# The launcher's control-plane entry (id:name:role:key, role admin: the day-2 modules add and remove workers).
+CONTROL_PLANE_ENTRY = "pdserve:pdserve-operations:admin:%s"
+# What the flag check sees instead of a key: the parser judges the flag and the entry's format, never the key.
+KEY_PLACEHOLDER = "KEY-FROM-CREDENTIAL"
 
 
 def group_args(tokens: Optional[Iterable[Any]]) -> List[List[str]]:
@@ -100,12 +110,12 @@ def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: s
     return lines
 
 
-def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]], settings: Dict[str, Any], api_key: bool = False) -> List[List[Any]]:
+def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]], settings: Dict[str, Any]) -> List[List[Any]]:
     """The sglang_router.launch_router lines: PD mode, every worker, the listen addresses, the settings.
 
     ``router``: a topology router (host, port, prometheus_host, prometheus_port). ``workers``: the
     topology's {"prefill": [...], "decode": [...]}. ``settings``: keys of ROUTER_FLAGS and
-    ROUTER_SWITCHES, plus extra_args. ``api_key``: add ``--api-key ${SGLANG_ROUTER_API_KEY}``.
+    ROUTER_SWITCHES, plus extra_args. Never a key: see credential_lines.
     """
     lines = [["--pd-disaggregation"]]
     for worker in workers.get("prefill") or []:
@@ -129,8 +139,21 @@ def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         if settings.get(key):
             lines.append([flag])
     lines += group_args(settings.get("extra_args"))
-    if api_key:
-        lines.append(["--api-key", "${%s}" % ROUTER_API_KEY_ENV])
+    return lines
+
+
+def router_credentials(settings: Dict[str, Any]) -> List[Dict[str, str]]:
+    """The keys set in ``settings``, in launcher order: [{setting, name, option, flag}]."""
+    return [{"setting": setting, "name": name, "option": option, "flag": flag}
+            for setting, name, option, flag in ROUTER_CREDENTIALS if settings.get(setting)]
+
+
+def credential_lines(settings: Dict[str, Any], value: str = KEY_PLACEHOLDER) -> List[List[str]]:
+    """The lines the launcher adds for the keys set in ``settings``, with ``value`` for each key (the flag check's
+    placeholder by default)."""
+    lines = []
+    for item in router_credentials(settings):
+        lines.append([item["flag"], CONTROL_PLANE_ENTRY % value if item["setting"] == "control_plane_api_key" else value])
     return lines
 
 

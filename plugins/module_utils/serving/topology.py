@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import re
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
@@ -31,6 +32,13 @@ GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sgl
 # pdserve.sglang.sglang_defaults, their one owner).
 TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_router_host", "sglang_router_port",
                       "sglang_router_prometheus_host", "sglang_router_prometheus_port")
+# The router's keys and its opt-out, read from each router host's inventory to judge whether the router is open.
+# Unset means no key and no opt-out (the role defaults of pdserve.sglang.sglang_router say the same). Only whether a key
+# is set reaches the topology, never the key.
+ROUTER_KEY_VARIABLES = ("sglang_router_api_key", "sglang_router_control_plane_api_key")
+ROUTER_OPT_OUT = "sglang_router_allow_unauthenticated"
+# A key travels as an HTTP bearer token: visible ASCII, no spaces, no control characters.
+_TOKEN = re.compile(r"^[\x21-\x7e]+$")
 
 
 def _get(host_vars, name, defaults):
@@ -77,7 +85,62 @@ def _router(inventory_host, hv, address, problems, defaults):
     prom = router["prometheus_host"]
     router["prometheus_local_url"] = _url(local_host(prom), router["prometheus_port"])
     router["prometheus_url"] = None if is_loopback(prom) else _url(reach_host(prom, address), router["prometheus_port"])
+    router["auth"] = _router_auth(inventory_host, hv, router, problems)
     return router
+
+
+_KEY_FIX = ("let Ansible make one on the controller: %s: \"{{ lookup('ansible.builtin.password', inventory_dir "
+            "~ '/credentials/%s', length=40, chars=['ascii_letters', 'digits']) }}\" (README \"Router keys\")")
+
+
+def _router_auth(inventory_host, hv, router, problems):
+    """Whether the router has its client and control-plane keys; problems for an open router reachable from other
+    hosts, a client key without a control-plane key, and keys that cannot be a bearer token. Never the keys."""
+    keys = {}
+    for name in ROUTER_KEY_VARIABLES:
+        value = hv.get(name)
+        if value is None or value == "":
+            keys[name] = ""
+        elif not isinstance(value, str) or not _TOKEN.match(value):
+            # Never the value in the message: it is a secret.
+            problems.append(problem(inventory_host, name, "must be a string of visible ASCII characters without spaces "
+                                    "or line breaks (it is sent as an HTTP bearer token)",
+                                    _KEY_FIX % (name, name.replace("sglang_", "").replace("_", "-"))))
+            keys[name] = None
+        else:
+            keys[name] = value
+    opt_out = hv.get(ROUTER_OPT_OUT)
+    if opt_out is None:
+        opt_out = False
+    # -e NAME=true arrives as a string: the words Ansible's bool filter reads, nothing looser.
+    if isinstance(opt_out, str) and opt_out.lower() in ("true", "yes", "false", "no"):
+        opt_out = opt_out.lower() in ("true", "yes")
+    if not isinstance(opt_out, bool):
+        problems.append(problem(inventory_host, ROUTER_OPT_OUT, "must be true or false, got %r" % (opt_out,),
+                                "write true or false without quotes (or leave it unset: the router needs its keys)"))
+        opt_out = False
+    client, control = keys["sglang_router_api_key"], keys["sglang_router_control_plane_api_key"]
+    if client == "" and not opt_out and not is_loopback(router["host"]):
+        problems.append(problem(
+            inventory_host, "sglang_router_api_key",
+            "is empty, but the router listens on %s:%s, reachable from other hosts: without a key anyone who reaches "
+            "the port can use the model and register workers of their own (sglang-router answers POST /workers)"
+            % (router["host"], router["port"]),
+            (_KEY_FIX % ("sglang_router_api_key", "router-api-key")) + ", and the same for "
+            "sglang_router_control_plane_api_key; or bind sglang_router_host to 127.0.0.1; or, for a network you "
+            "trust, set sglang_router_allow_unauthenticated: true"))
+    if client and control == "":
+        problems.append(problem(
+            inventory_host, "sglang_router_control_plane_api_key",
+            "is empty while sglang_router_api_key is set: without a control-plane key sglang-router lets every "
+            "client that has the API key manage its workers (POST /workers registers one)",
+            _KEY_FIX % ("sglang_router_control_plane_api_key", "router-control-plane-api-key")))
+    if client and control and client == control:
+        problems.append(problem(
+            inventory_host, "sglang_router_control_plane_api_key",
+            "is the same as sglang_router_api_key: every client could manage the router's workers",
+            "give it a value of its own (a separate password lookup file)"))
+    return {"api_key": bool(client), "control_plane_api_key": bool(control), "allow_unauthenticated": opt_out}
 
 
 def _instance_urls(inst, address):

@@ -16,8 +16,9 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (
-    ROUTER_API_KEY_ENV,
+    credential_lines,
     router_args,
+    router_credentials,
     server_args,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit_values as V
@@ -187,18 +188,26 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
 
 
 def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]], settings: Dict[str, Any]) -> Dict[str, Any]:
-    """Unit and env file of the router on one host.
+    """Unit, env file and credential files of the router on one host.
 
-    ``settings``: launch_command, user, group, config_dir, unit_dir, local_units (server units on this
-    host to order after), restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
-    limit_nofile, hardening, api_key (the secret: only whether it is set reaches the unit), hf_hub_offline,
+    ``settings``: launch_command (the router's python and the launcher), user, group, config_dir, credentials_dir,
+    unit_dir, local_units (server units on this host to order after), restart_sec, timeout_stop_sec,
+    start_limit_interval_sec, start_limit_burst, limit_nofile, hardening, api_key and control_plane_api_key (the
+    secrets: each goes into a root-only credential file under credentials_dir, loaded by systemd with
+    LoadCredential= and read by the launcher; never into the unit, the env file or a command line), hf_hub_offline,
     hf_endpoint, env, fingerprint (dict: sglang_router, venv), and the router flags of
     serving_cmdline.ROUTER_FLAGS/ROUTER_SWITCHES plus extra_args.
     """
     _guard(settings, "sglang_router_", "sglang-router.service")
     launch = str(settings["launch_command"]).split()
-    with_key = bool(settings.get("api_key"))
-    lines = router_args(router, workers, settings, api_key=with_key)
+    credentials = router_credentials(settings)
+    credentials_dir = str(settings["credentials_dir"]).rstrip("/")
+    for item in credentials:
+        item["path"] = "%s/%s" % (credentials_dir, item["name"])
+    # The launcher's own options name the credentials (never their values); "--" ends them.
+    if credentials:
+        launch += [word for item in credentials for word in (item["option"], item["name"])] + ["--"]
+    lines = router_args(router, workers, settings)
     env_file = "%s/router.env" % str(settings["config_dir"]).rstrip("/")
     order = " ".join(["network-online.target"] + list(settings.get("local_units") or []))
     text = _render(
@@ -217,6 +226,7 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
             ("User", settings["user"]),
             ("Group", settings["group"]),
             ("EnvironmentFile", env_file),
+        ] + [("LoadCredential", "%s:%s" % (item["name"], item["path"])) for item in credentials] + [
             ("CacheDirectory", "sglang-router"),
         ],
         _exec_start_of("sglang-router.service", launch, lines),
@@ -234,22 +244,27 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         variables.append(("HF_HUB_OFFLINE", "1"))
     if settings.get("hf_endpoint"):
         variables.append(("HF_ENDPOINT", settings["hf_endpoint"]))
-    if with_key:
-        variables.append((ROUTER_API_KEY_ENV, settings["api_key"]))
     variables += sorted((settings.get("env") or {}).items())
     unit_path = "%s/sglang-router.service" % str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/")
     env_text = _render_env_of("sglang-router.service", ROUTER_MARKER,
                               "Environment of sglang-router.service: what it runs (PDSERVE_*), then its "
-                              "settings. Mode 0640: it may hold the API key.", variables)
+                              "settings. Its keys are systemd credentials (LoadCredential=), never here.", variables)
+    files = _files(settings, env_file, env_text, unit_path, text)
+    # Root only: systemd (PID 1) reads them and hands the router a private copy in $CREDENTIALS_DIRECTORY.
+    files += [{"path": item["path"], "content": str(settings[item["setting"]]), "owner": "root", "group": "root",
+               "mode": "0600"} for item in credentials]
     return {
         "name": "router",
         "unit": "sglang-router.service",
         "unit_path": unit_path,
         "env_file": env_file,
+        "credential_files": [item["path"] for item in credentials],
         "unit_text": text,
         "env_text": env_text,
-        "files": _files(settings, env_file, env_text, unit_path, text),
+        "files": files,
         "argv_lines": lines,
+        # What the flag check parses: the unit's lines and the launcher's key flags with a placeholder for each key.
+        "check_lines": lines + credential_lines(settings),
     }
 
 

@@ -243,12 +243,13 @@ def probe_router(client: HttpClient, state: "EndpointState", generate: bool, dea
     """One probe of a PD router; True when ready."""
     ep = state.endpoint
     timeout = _remaining_timeout(client, deadline, clock())
-    workers = client.get(join_url(ep.url, '/workers'), timeout=timeout)
+    workers = client.get(join_url(ep.url, '/workers'), timeout=timeout, control_plane=True)
     if workers.status in (401, 403):
         # Waiting does not change the key: say so at once instead of timing out.
         state.last_status = workers.summary('/workers')
-        state.fatal = ('the router answers %s: it requires an API key and the one given (if any) is not it; '
-                       'pass the router\'s key (api_key, sglang_router_api_key)' % workers.status)
+        state.fatal = ('the router answers %s on GET /workers: worker management needs its control-plane key and the '
+                       'one given (if any) is not it; pass control_plane_api_key (sglang_router_control_plane_api_key), '
+                       'and api_key (sglang_router_api_key) for chat' % workers.status)
         return False
     data = workers.json() if workers.status == 200 else None
     if not isinstance(data, dict) or 'workers' not in data:

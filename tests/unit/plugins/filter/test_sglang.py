@@ -153,10 +153,18 @@ def test_router_unit_files(inventory):
 
 def test_router_unit_files_on_a_router_only_host(inventory):
     topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
-    unit = F.router_unit_files(topology, "router-1", dict(ROUTER_SETTINGS, api_key="k3y"))
+    unit = F.router_unit_files(topology, "router-1", dict(ROUTER_SETTINGS, api_key="k3y", control_plane_api_key="c0ntrol"))
     assert "After=network-online.target\n" in unit["unit_text"]
-    assert unit["argv_lines"][-1] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
-    assert "k3y" not in unit["unit_text"] and 'SGLANG_ROUTER_API_KEY="k3y"' in unit["env_text"]
+    assert "--api-key" not in argv(unit["argv_lines"])
+    for key in ("k3y", "c0ntrol"):
+        assert key not in unit["unit_text"] and key not in unit["env_text"]
+    # The flag check sees placeholders; the restart plan knows the credential files.
+    check, = F.flag_check_lines(unit)
+    assert check["argv"][-4:] == ["--api-key", "KEY-FROM-CREDENTIAL", "--control-plane-api-keys",
+                                  "pdserve:pdserve-operations:admin:KEY-FROM-CREDENTIAL"]
+    service, = F.unit_services(unit)
+    assert service["credential_files"] == ["/etc/sglang-router/credentials/router-api-key",
+                                           "/etc/sglang-router/credentials/router-control-plane-api-key"]
 
 
 def test_router_unit_files_on_a_host_without_router(inventory):
@@ -170,8 +178,14 @@ def test_router_unit_files_refuse_an_inventory_with_problems():
     with pytest.raises(AnsibleFilterError) as err:
         F.router_unit_files(topology, "edge", ROUTER_SETTINGS)
     assert str(err.value).split("\n") == [
-        "the inventory check (run with --tags preflight for all hosts) found 3 problem(s):",
+        "the inventory check (run with --tags preflight for all hosts) found 4 problem(s):",
         "- host edge: sglang_router_port: must be a port between 1 and 65535, got 0; write a whole number without quotes, e.g. 30001",
+        "- host edge: sglang_router_api_key: is empty, but the router listens on 0.0.0.0:0, reachable from other hosts: without "
+        "a key anyone who reaches the port can use the model and register workers of their own (sglang-router answers POST "
+        "/workers); let Ansible make one on the controller: sglang_router_api_key: \"{{ lookup('ansible.builtin.password', "
+        "inventory_dir ~ '/credentials/router-api-key', length=40, chars=['ascii_letters', 'digits']) }}\" (README \"Router "
+        "keys\"), and the same for sglang_router_control_plane_api_key; or bind sglang_router_host to 127.0.0.1; or, for a "
+        "network you trust, set sglang_router_allow_unauthenticated: true",
         "- host edge: sglang_prefill_instances: the router has no prefill worker: no host of group sglang_prefill defines "
         "sglang_prefill_instances; add one to the inventory",
         "- host edge: sglang_decode_instances: the router has no decode worker: no host of group sglang_decode defines "

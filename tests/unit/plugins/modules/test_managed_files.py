@@ -271,3 +271,25 @@ def test_services_say_which_units_restart_and_why(run, tmp_path):
         ("sglang-a.service", False), ("sglang-b.service", False), ("sglang-c.service", False)]
     again, failed = run({"files": files, "services": services})
     assert again["restarts"] == [] and again["changed"] is False
+
+
+def test_a_changed_credential_restarts_its_service_named_not_shown(run, tmp_path):
+    """The router's key files: a rotation restarts the router with the file's name as the reason, never the key."""
+    unit = write(tmp_path / "sglang-router.service", "[Service]\nExecStart=/bin/true\n")
+    env = write(tmp_path / "router.env", MARKER + "\nHF_HUB_OFFLINE=\"1\"\n", 0o640)
+    key = write(tmp_path / "router-api-key", "old-s3cret", 0o600)
+    other = write(tmp_path / "router-control-plane-api-key", "adm1n", 0o600)
+    files = [entry(unit, "[Service]\nExecStart=/bin/true\n"), entry(env, MARKER + "\nHF_HUB_OFFLINE=\"1\"\n", "0640"),
+             entry(key, "new-s3cret", "0600"), entry(other, "adm1n", "0600")]
+    services = [{"unit": "sglang-router.service", "unit_path": unit, "env_file": env, "credential_files": [key, other]}]
+    result, failed = run({"files": files, "services": services, "secret_values": ["new-s3cret", "adm1n"]}, diff=True)
+    assert failed is False
+    assert result["changed_paths"] == [key]
+    assert result["restarts"] == [{"unit": "sglang-router.service", "planned": False,
+                                   "reasons": ["credential router-api-key"]}]
+    assert "s3cret" not in repr(result), "neither the new key nor the old one (no longer a secret value)"
+    assert result["diff"] == [{"before_header": key, "after_header": key, "before": managed_files.HIDDEN,
+                               "after": managed_files.HIDDEN}]
+    assert (tmp_path / "router-api-key").read_text() == "new-s3cret" and mode_of(tmp_path / "router-api-key") == 0o600
+    result, _failed = run({"files": files, "services": services, "secret_values": ["new-s3cret", "adm1n"]})
+    assert result["changed"] is False and result["restarts"] == []

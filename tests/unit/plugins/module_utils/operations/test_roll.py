@@ -7,7 +7,7 @@ __metaclass__ = type
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.roll import plan_lines, roll_plan, roll_report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
-from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import ROUTER_KEYS, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
 GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"]}
 
@@ -19,7 +19,7 @@ def stack(prefill=2, decode=2):
                                            for i in range(prefill)]},
         "d": {"sglang_server_host": "10.0.0.21",
               "sglang_decode_instances": [{"name": "decode-%d" % i, "port": 30002 + 10 * i} for i in range(decode)]},
-        "r": {},
+        "r": dict(ROUTER_KEYS),
     }
     return build_topology(host_vars, GROUPS, defaults=TOPOLOGY_DEFAULTS)
 

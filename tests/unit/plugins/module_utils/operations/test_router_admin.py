@@ -121,10 +121,23 @@ def test_add_times_out_naming_what_the_router_shows(router):
 
 def test_a_missing_or_wrong_key_is_said_at_once(router):
     fake = router(api_key='secret')
-    with pytest.raises(ra.RouterError, match='requires an API key'):
+    with pytest.raises(ra.RouterError, match='needs the router.s control-plane key.*sglang_router_control_plane_api_key'):
         admin(fake, 'wrong').remove(D0['url'], 'decode')
-    with pytest.raises(ra.RouterError, match='requires an API key'):
+    with pytest.raises(ra.RouterError, match='control-plane key'):
         admin(fake).add(D0['url'], 'decode')
+
+
+def test_the_control_plane_key_manages_workers_the_client_key_goes_to_the_worker(router):
+    """As sglang-router 0.3.2 with --control-plane-api-keys: the client key gets 401 on /workers."""
+    fake = router(P1, D0, D1, api_key='client', control_plane_api_key='admin')
+    client_only = ra.RouterAdmin(HttpClient(api_key='client', timeout=5), fake.url, interval=0.01)
+    with pytest.raises(ra.RouterError, match='control-plane key'):
+        client_only.listing()
+    both = ra.RouterAdmin(HttpClient(api_key='client', control_plane_api_key='admin', timeout=5), fake.url, interval=0.01)
+    assert both.add(P0['url'], 'prefill', 8998, api_key='client', timeout=5)['changed'] is True
+    assert fake.posts() == [{'url': P0['url'], 'worker_type': 'prefill', 'bootstrap_port': 8998, 'api_key': 'client'}]
+    assert both.remove(D0['url'], 'decode', timeout=5)['changed'] is True
+    assert set(c[3] for c in fake.calls if c[3] != 'Bearer client') == {'Bearer admin'}
 
 
 def test_a_router_that_does_not_list_workers_is_an_error(router):

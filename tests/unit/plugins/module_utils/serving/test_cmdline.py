@@ -338,14 +338,14 @@ def test_router_line_of_the_blackwell_inventory_with_the_role_defaults(inventory
 def test_router_line_of_the_multinode_inventory(inventory):
     topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     router, = topology["routers"]
-    lines = C.router_args(router, topology["workers"], router_defaults(), api_key=True)
+    lines = C.router_args(router, topology["workers"], router_defaults())
     assert lines[:4] == [
         ["--pd-disaggregation"],
         ["--prefill", "http://10.0.0.11:30000", 8998],
         ["--prefill", "http://10.0.0.11:30010", 8999],
         ["--decode", "http://10.0.0.21:30002"],
     ]
-    assert lines[-1] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
+    assert "--api-key" not in flags(lines)
 
 
 def test_worker_order_prefill_then_decode_as_listed():
@@ -392,14 +392,14 @@ def test_every_router_switch(key, flag):
         assert flag not in flags(C.router_args(ROUTER, WORKERS, {key: off}))
 
 
-def test_router_flags_in_table_order_then_switches_extra_args_and_key():
+def test_router_flags_in_table_order_then_switches_and_extra_args():
     settings = dict((key, "v%d" % i) for i, (key, _flag) in enumerate(C.ROUTER_FLAGS))
     settings.update((key, True) for key, _flag in C.ROUTER_SWITCHES)
     settings["extra_args"] = ["--max-concurrent-requests", 64, "--enable-igw"]
-    lines = C.router_args(ROUTER, WORKERS, settings, api_key=True)
+    lines = C.router_args(ROUTER, WORKERS, settings)
     assert lines[3:7] == [["--host", "0.0.0.0"], ["--port", 30001], ["--prometheus-host", "127.0.0.1"], ["--prometheus-port", 29000]]
     expected = ([[flag, "v%d" % i] for i, (_key, flag) in enumerate(C.ROUTER_FLAGS)] + [[flag] for _key, flag in C.ROUTER_SWITCHES]
-                + [["--max-concurrent-requests", "64"], ["--enable-igw"], ["--api-key", "${SGLANG_ROUTER_API_KEY}"]])
+                + [["--max-concurrent-requests", "64"], ["--enable-igw"]])
     assert lines[7:] == expected
 
 
@@ -415,12 +415,16 @@ def test_the_flag_table():
         assert flag == "--" + key.replace("_", "-")
 
 
-def test_api_key_placeholder_never_the_key():
-    lines = C.router_args(ROUTER, WORKERS, {"api_key": "s3cret"}, api_key=True)
-    assert lines[-1] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
-    assert "s3cret" not in C.argv(lines)
-    assert "--api-key" not in flags(C.router_args(ROUTER, WORKERS, {"api_key": "s3cret"}))
-    assert C.ROUTER_API_KEY_ENV == "SGLANG_ROUTER_API_KEY"
+def test_keys_never_on_the_router_line_placeholders_for_the_flag_check():
+    settings = {"api_key": "s3cret", "control_plane_api_key": "adm1n"}
+    lines = C.router_args(ROUTER, WORKERS, settings)
+    assert "s3cret" not in C.argv(lines) and "adm1n" not in C.argv(lines)
+    assert "--api-key" not in flags(lines) and "--control-plane-api-keys" not in flags(lines)
+    assert C.credential_lines(settings) == [["--api-key", C.KEY_PLACEHOLDER],
+                                            ["--control-plane-api-keys", "pdserve:pdserve-operations:admin:" + C.KEY_PLACEHOLDER]]
+    assert C.credential_lines({"api_key": "s3cret"}) == [["--api-key", C.KEY_PLACEHOLDER]]
+    assert C.credential_lines({}) == []
+    assert [c["name"] for c in C.router_credentials(settings)] == ["router-api-key", "router-control-plane-api-key"]
 
 
 def test_router_extra_args_grouped():
@@ -441,7 +445,8 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
                     cb_timeout_duration_secs=30, disable_circuit_breaker=True, disable_retries=True,
                     retry_initial_backoff_ms=200, retry_max_backoff_ms=3000, shutdown_grace_period_secs=20,
                     extra_args=["--max-concurrent-requests", "64"])
-    argv = C.argv(C.router_args(ROUTER, WORKERS, settings, api_key=True))
+    settings.update(api_key="k", control_plane_api_key="c")
+    argv = C.argv(C.router_args(ROUTER, WORKERS, settings) + C.credential_lines(settings))
     parser = argparse.ArgumentParser()
     router_args.RouterArgs.add_cli_args(parser, use_router_prefix=False)
     args = router_args.RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)
@@ -458,4 +463,6 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
     assert (args.retry_initial_backoff_ms, args.retry_max_backoff_ms, args.shutdown_grace_period_secs) == (200, 3000, 20)
     assert args.disable_circuit_breaker is True and args.disable_retries is True
     assert args.log_level == "info" and args.max_concurrent_requests == 64
-    assert args.api_key == "${SGLANG_ROUTER_API_KEY}"
+    assert args.api_key == C.KEY_PLACEHOLDER
+    # The launcher's control-plane entry as the router parses it: (id, name, key, role).
+    assert args.control_plane_api_keys == [("pdserve", "pdserve-operations", C.KEY_PLACEHOLDER, "admin")]

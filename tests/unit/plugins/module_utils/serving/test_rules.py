@@ -44,7 +44,8 @@ OBSERVED = {
 def blackwell(prefill=None, decode=None, **host_vars):
     """The reference host: prefill, decode and the router on one host."""
     hv = {"ansible_host": "192.0.2.10", "sglang_prefill_instances": [dict(PREFILL, **(prefill or {}))],
-          "sglang_decode_instances": [dict(DECODE, **(decode or {}))]}
+          "sglang_decode_instances": [dict(DECODE, **(decode or {}))],
+          "sglang_router_api_key": "client-k3y", "sglang_router_control_plane_api_key": "admin-k3y"}
     hv.update(host_vars)
     return build_topology({"blackwell": hv}, {"sglang_prefill": ["blackwell"], "sglang_decode": ["blackwell"],
                                               "sglang_router": ["blackwell"]}, defaults=TOPOLOGY_DEFAULTS)
@@ -473,3 +474,70 @@ def test_model_env_values_fit_an_environment_file():
         ("sglang_model_env.A", "holds a line break, NUL, tab or other control character"),
         ("sglang_model_transfer_env.bad name", "is not a valid environment variable name"),
     ]
+
+
+# ---- the router's keys: a router reachable from other hosts never runs without them ----
+
+def _variables(problems):
+    return [(p["variable"], p["message"]) for p in problems]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "router.example"])
+def test_an_open_router_reachable_from_other_hosts_is_refused(host):
+    problems = R.judge("blackwell", blackwell(sglang_router_api_key="", sglang_router_control_plane_api_key="",
+                                              sglang_router_host=host), MODEL, dict(SERVER), {})
+    (item,) = problems
+    assert item["variable"] == "sglang_router_api_key"
+    assert "reachable from other hosts" in item["message"] and host in item["message"]
+    assert "ansible.builtin.password" in item["fix"] and "sglang_router_allow_unauthenticated: true" in item["fix"]
+    assert "127.0.0.1" in item["fix"]
+
+
+@pytest.mark.parametrize("host_vars", [
+    {"sglang_router_host": "127.0.0.1"},
+    {"sglang_router_host": "::1"},
+    {"sglang_router_host": "localhost"},
+    {"sglang_router_allow_unauthenticated": True},
+    {"sglang_router_allow_unauthenticated": "true"},
+])
+def test_loopback_or_the_opt_out_runs_without_keys(host_vars):
+    topology = blackwell(sglang_router_api_key="", sglang_router_control_plane_api_key="", **host_vars)
+    assert R.judge("blackwell", topology, MODEL, dict(SERVER), {}) == []
+    assert topology["hosts"]["blackwell"]["router"]["auth"] == {
+        "api_key": False, "control_plane_api_key": False,
+        "allow_unauthenticated": "sglang_router_allow_unauthenticated" in host_vars}
+
+
+def test_unset_keys_count_as_empty():
+    hv = {"ansible_host": "192.0.2.10", "sglang_prefill_instances": [dict(PREFILL)], "sglang_decode_instances": [dict(DECODE)]}
+    topology = build_topology({"blackwell": hv}, {"sglang_prefill": ["blackwell"], "sglang_decode": ["blackwell"],
+                                                  "sglang_router": ["blackwell"]}, defaults=TOPOLOGY_DEFAULTS)
+    assert [p["variable"] for p in R.judge("blackwell", topology, MODEL, dict(SERVER), {})] == ["sglang_router_api_key"]
+
+
+@pytest.mark.parametrize("value", ["on", "1", 1, "", [True]])
+def test_the_opt_out_must_be_a_boolean(value):
+    problems = R.judge("blackwell", blackwell(sglang_router_api_key="", sglang_router_control_plane_api_key="",
+                                              sglang_router_allow_unauthenticated=value), MODEL, dict(SERVER), {})
+    assert [p["variable"] for p in problems] == ["sglang_router_allow_unauthenticated", "sglang_router_api_key"]
+
+
+def test_a_client_key_needs_a_control_plane_key_of_its_own():
+    problems = R.judge("blackwell", blackwell(sglang_router_control_plane_api_key=""), MODEL, dict(SERVER), {})
+    assert [p["variable"] for p in problems] == ["sglang_router_control_plane_api_key"]
+    assert "POST /workers" in problems[0]["message"]
+    problems = R.judge("blackwell", blackwell(sglang_router_control_plane_api_key="client-k3y"), MODEL, dict(SERVER), {})
+    assert [p["variable"] for p in problems] == ["sglang_router_control_plane_api_key"]
+    assert "same as sglang_router_api_key" in problems[0]["message"]
+    # On loopback too: a local user with the client key could otherwise register workers.
+    problems = R.judge("blackwell", blackwell(sglang_router_control_plane_api_key="", sglang_router_host="127.0.0.1"),
+                       MODEL, dict(SERVER), {})
+    assert [p["variable"] for p in problems] == ["sglang_router_control_plane_api_key"]
+
+
+@pytest.mark.parametrize("key", ["with space", "line\nbreak", "tab\tkey", "cr\r", "nul\0", "k\u00e9y", 12345, ["k"]])
+def test_a_key_that_cannot_be_a_bearer_token_is_refused_without_showing_it(key):
+    for name in ("sglang_router_api_key", "sglang_router_control_plane_api_key"):
+        problems = R.judge("blackwell", blackwell(**{name: key}), MODEL, dict(SERVER), {})
+        assert name in [p["variable"] for p in problems]
+        assert all(str(key) not in "%s %s" % (p["message"], p["fix"]) for p in problems)

@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import topology as T
 from serving_support import DECODE, PREFILL, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
+from serving_support import ROUTER_KEYS as ROUTER_KEYS_SET  # noqa: E402  pylint: disable=wrong-import-position
 
 GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"]}
 
@@ -22,6 +23,16 @@ INSTANCE_KEYS = ("name", "mode", "unit", "host", "port", "bootstrap_port", "dist
                  "inventory_host", "url", "local_url", "metrics_url")
 ROUTER_KEYS = ("inventory_host", "host", "port", "prometheus_host", "prometheus_port", "url", "local_url", "prometheus_url",
                "prometheus_local_url")
+
+
+def build_topology(host_vars, groups, **kwargs):
+    """T.build_topology with the router keys (serving_support.ROUTER_KEYS) on every host that sets none: a router
+    without keys is judged by the tests of its own below."""
+    host_vars = dict(host_vars)
+    for hosts in (groups or {}).values():
+        for host in hosts:
+            host_vars[host] = dict(ROUTER_KEYS_SET, **(host_vars.get(host) or {}))
+    return T.build_topology(host_vars, groups, **kwargs)
 
 
 def three_hosts(p=None, d=None, r=None, prefill=None, decode=None):
@@ -33,7 +44,7 @@ def three_hosts(p=None, d=None, r=None, prefill=None, decode=None):
                    "sglang_decode_instances": [dict(DECODE, **(decode or {}))]}, **(d or {})),
         "r": dict({"ansible_host": "10.0.0.5"}, **(r or {})),
     }
-    return T.build_topology(host_vars, GROUPS, defaults=TOPOLOGY_DEFAULTS)
+    return build_topology(host_vars, GROUPS, defaults=TOPOLOGY_DEFAULTS)
 
 
 def messages(topology):
@@ -47,7 +58,7 @@ def urls(topology, mode):
 # --- the shipped inventories -------------------------------------------------------------------------
 
 def test_blackwell(inventory):
-    topology = T.build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
     assert list(topology["hosts"]) == ["blackwell"]
     entry = topology["hosts"]["blackwell"]
@@ -79,11 +90,14 @@ def test_blackwell(inventory):
         "local_url": "http://127.0.0.1:30001",
         "prometheus_url": None,
         "prometheus_local_url": "http://127.0.0.1:29000",
+        # Only whether each key is set: the keys themselves never enter the topology.
+        "auth": {"api_key": True, "control_plane_api_key": True, "allow_unauthenticated": False},
     }
+    assert "from-lookup" not in json.dumps(topology)
 
 
 def test_local(inventory):
-    topology = T.build_topology(*inventory("local"), defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(*inventory("local"), defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
     entry = topology["hosts"]["pdserve-local"]
     # No ansible_host: other hosts would reach it by its inventory name.
@@ -100,7 +114,7 @@ def test_local(inventory):
 
 
 def test_multinode(inventory):
-    topology = T.build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
     assert sorted(topology["hosts"]) == ["gpu-decode-1", "gpu-prefill-1", "router-1"]
     hosts = topology["hosts"]
@@ -127,13 +141,13 @@ def test_multinode(inventory):
 
 @pytest.mark.parametrize("name", ["blackwell", "local", "multinode"])
 def test_the_topology_is_json_safe(inventory, name):
-    topology = T.build_topology(*inventory(name), defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(*inventory(name), defaults=TOPOLOGY_DEFAULTS)
     assert json.loads(json.dumps(topology)) == topology
 
 
 @pytest.mark.parametrize("name", ["blackwell", "local", "multinode"])
 def test_the_contract_keys(inventory, name):
-    topology = T.build_topology(*inventory(name), defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(*inventory(name), defaults=TOPOLOGY_DEFAULTS)
     for entry in topology["hosts"].values():
         assert set(("address", "groups", "prefill", "decode", "router")) <= set(entry)
         for inst in entry["prefill"] + entry["decode"]:
@@ -144,7 +158,7 @@ def test_the_contract_keys(inventory, name):
 
 
 def test_host_part(inventory):
-    topology = T.build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     entry, problems = T.host_part(topology, "gpu-decode-1")
     assert entry is topology["hosts"]["gpu-decode-1"] and problems == []
     entry, problems = T.host_part(topology, "monitor-9")
@@ -163,7 +177,7 @@ def test_host_part_keeps_only_the_hosts_own_problems():
 # --- defaults --------------------------------------------------------------------------------------
 
 def test_defaults_when_variables_are_unset():
-    topology = T.build_topology({"gpu": {"sglang_prefill_instances": [{"name": "p", "port": 30000}],
+    topology = build_topology({"gpu": {"sglang_prefill_instances": [{"name": "p", "port": 30000}],
                                          "sglang_decode_instances": [{"name": "d", "port": 30002}]}},
                                 {"sglang_prefill": ["gpu"], "sglang_decode": ["gpu"], "sglang_router": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
@@ -180,7 +194,7 @@ def test_variables_set_to_null_take_the_defaults():
     host_vars = {"gpu": {"sglang_decode_instances": [{"name": "d", "port": 30002}], "sglang_server_host": None,
                          "sglang_server_enable_metrics": None, "sglang_router_host": None, "sglang_router_port": None,
                          "sglang_router_prometheus_host": None, "sglang_router_prometheus_port": None, "ansible_host": None}}
-    topology = T.build_topology(host_vars, {"sglang_decode": ["gpu"], "sglang_router": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_decode": ["gpu"], "sglang_router": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     inst, = topology["hosts"]["gpu"]["decode"]
     assert inst["host"] == "127.0.0.1" and inst["metrics"] is True
     router = topology["hosts"]["gpu"]["router"]
@@ -195,7 +209,7 @@ def test_server_variables_of_the_host():
 
 
 def test_empty_inventory():
-    topology = T.build_topology({}, {}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology({}, {}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["hosts"] == {} and topology["routers"] == [] and topology["problems"] == []
     assert topology["workers"] == {"prefill": [], "decode": []}
     assert topology["groups"] == {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sglang_router"}
@@ -204,7 +218,7 @@ def test_empty_inventory():
 def test_only_hosts_of_the_serving_groups_and_their_own_mode():
     host_vars = {"gpu": {"sglang_prefill_instances": [PREFILL], "sglang_decode_instances": [DECODE]},
                  "other": {"sglang_decode_instances": [DECODE]}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["gpu"], "monitoring": ["other"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["gpu"], "monitoring": ["other"]}, defaults=TOPOLOGY_DEFAULTS)
     assert list(topology["hosts"]) == ["gpu"]
     assert topology["hosts"]["gpu"]["decode"] == [] and topology["workers"]["decode"] == []
     assert urls(topology, "prefill") == ["http://127.0.0.1:30000"]
@@ -237,21 +251,21 @@ def test_a_misspelled_or_empty_instance_variable_names_host_variable_and_fix(hos
 
 def test_hosts_in_group_order_without_repeats():
     host_vars = {"a": {}, "b": {}, "c": {}}
-    topology = T.build_topology(host_vars, {"sglang_router": ["c", "a"], "sglang_decode": ["b", "a"], "sglang_prefill": ["a"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_router": ["c", "a"], "sglang_decode": ["b", "a"], "sglang_prefill": ["a"]}, defaults=TOPOLOGY_DEFAULTS)
     assert list(topology["hosts"]) == ["a", "b", "c"]
     assert topology["hosts"]["a"]["groups"] == ["sglang_prefill", "sglang_decode", "sglang_router"]
 
 
 def test_group_names_can_be_overridden():
     host_vars = {"p": {"sglang_prefill_instances": [PREFILL]}, "d": {"sglang_decode_instances": [DECODE]}, "r": {}}
-    topology = T.build_topology(host_vars, {"gpu_prefill": ["p"], "gpu_decode": ["d"], "edge": ["r"], "sglang_decode": ["p"]},
+    topology = build_topology(host_vars, {"gpu_prefill": ["p"], "gpu_decode": ["d"], "edge": ["r"], "sglang_decode": ["p"]},
                                 group_names={"prefill": "gpu_prefill", "decode": "gpu_decode", "router": "edge"}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["groups"] == {"prefill": "gpu_prefill", "decode": "gpu_decode", "router": "edge"}
     assert [w["inventory_host"] for w in topology["workers"]["prefill"]] == ["p"]
     assert [w["inventory_host"] for w in topology["workers"]["decode"]] == ["d"]
     assert topology["hosts"]["r"]["groups"] == ["edge"]
     # Empty names keep the default.
-    topology = T.build_topology(host_vars, {"sglang_decode": ["d"]}, group_names={"decode": ""}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_decode": ["d"]}, group_names={"decode": ""}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["groups"]["decode"] == "sglang_decode" and urls(topology, "decode") == ["http://127.0.0.1:30002"]
 
 
@@ -276,7 +290,7 @@ def test_wildcard_bind_is_reached_at_ansible_host(wildcard):
 
 
 def test_wildcard_bind_without_ansible_host_uses_the_inventory_name():
-    topology = T.build_topology({"gpu-1.example": {"sglang_decode_instances": [dict(DECODE, host="0.0.0.0")]}},
+    topology = build_topology({"gpu-1.example": {"sglang_decode_instances": [dict(DECODE, host="0.0.0.0")]}},
                                 {"sglang_decode": ["gpu-1.example"]}, defaults=TOPOLOGY_DEFAULTS)
     assert urls(topology, "decode") == ["http://gpu-1.example:30002"]
 
@@ -351,7 +365,7 @@ def test_instance_problems_carry_their_host_and_bad_ports_are_no_workers():
 
 def test_host_problems_are_part_of_the_topology():
     host_vars = {"gpu": {"sglang_prefill_instances": [PREFILL], "sglang_decode_instances": [dict(DECODE, gpus=[3, 4, 5, 6], port=30001)]}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["gpu"], "sglang_decode": ["gpu"], "sglang_router": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["gpu"], "sglang_decode": ["gpu"], "sglang_router": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     assert [(p["variable"], p["message"]) for p in topology["problems"]] == [
         ("sglang_decode_instances[decode].gpus", "GPU 3 is given to both sglang_prefill_instances[prefill] and sglang_decode_instances[decode]"),
         ("sglang_router_port", "port 30001 is used by both sglang_decode_instances[decode].port and sglang_router_port"),
@@ -366,7 +380,7 @@ def test_three_hosts_on_private_addresses_have_no_problem():
 
 def test_router_on_another_host_cannot_reach_loopback_workers():
     host_vars = {"gpu1": {"sglang_prefill_instances": [PREFILL], "sglang_decode_instances": [DECODE]}, "edge": {}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"], "sglang_router": ["edge"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"], "sglang_router": ["edge"]}, defaults=TOPOLOGY_DEFAULTS)
     assert messages(topology) == [
         ("gpu1", "sglang_prefill_instances[prefill].host",
          "the router on edge cannot reach http://127.0.0.1:30000: it is served on 127.0.0.1, a loopback address of gpu1"),
@@ -378,8 +392,8 @@ def test_router_on_another_host_cannot_reach_loopback_workers():
 
 def test_only_the_remote_routers_are_named():
     host_vars = {"gpu1": {"sglang_prefill_instances": [PREFILL], "sglang_decode_instances": [DECODE]}, "edge": {}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"],
-                                            "sglang_router": ["gpu1", "edge"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["gpu1"], "sglang_decode": ["gpu1"],
+                                          "sglang_router": ["gpu1", "edge"]}, defaults=TOPOLOGY_DEFAULTS)
     assert [m for _h, _v, m in messages(topology)] == [
         "the router on edge cannot reach http://127.0.0.1:30000: it is served on 127.0.0.1, a loopback address of gpu1",
         "the router on edge cannot reach http://127.0.0.1:30002: it is served on 127.0.0.1, a loopback address of gpu1",
@@ -390,7 +404,7 @@ def test_prefill_on_loopback_with_decode_elsewhere_even_on_the_routers_host():
     # The router hands decode the host of the prefill URL as the bootstrap host: 127.0.0.1 on the decode host.
     host_vars = {"r": {"sglang_prefill_instances": [PREFILL]},
                  "d": {"ansible_host": "10.0.0.21", "sglang_server_host": "10.0.0.21", "sglang_decode_instances": [DECODE]}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["r"], "sglang_decode": ["d"], "sglang_router": ["r"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["r"], "sglang_decode": ["d"], "sglang_router": ["r"]}, defaults=TOPOLOGY_DEFAULTS)
     assert messages(topology) == [
         ("r", "sglang_prefill_instances[prefill].host",
          "decode servers on d get 127.0.0.1:8998 as the KV bootstrap address (the host of the prefill URL), "
@@ -413,7 +427,7 @@ def test_prefill_on_loopback_with_remote_router_and_remote_decode():
 def test_decode_on_loopback_on_the_routers_host_is_fine():
     host_vars = {"p": {"ansible_host": "10.0.0.11", "sglang_server_host": "10.0.0.11", "sglang_prefill_instances": [PREFILL]},
                  "r": {"sglang_decode_instances": [DECODE]}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["p"], "sglang_decode": ["r"], "sglang_router": ["r"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["p"], "sglang_decode": ["r"], "sglang_router": ["r"]}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
 
 
@@ -449,7 +463,7 @@ def test_two_workers_with_the_same_url():
     host_vars = {"a": {"sglang_decode_instances": [{"name": "d", "port": 30002, "host": "0.0.0.0", "advertise_host": "lb.example"}]},
                  "b": {"sglang_decode_instances": [{"name": "d2", "port": 30002, "host": "0.0.0.0", "advertise_host": "lb.example"}]},
                  "p": {"sglang_server_host": "10.0.0.11", "sglang_prefill_instances": [PREFILL]}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["p"], "sglang_decode": ["a", "b"], "sglang_router": ["p"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["p"], "sglang_decode": ["a", "b"], "sglang_router": ["p"]}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == [{
         "host": "b", "variable": "sglang_decode_instances[d2]",
         "message": "sglang_decode_instances[d] on a and sglang_decode_instances[d2] on b both resolve to http://lb.example:30002",
@@ -459,13 +473,13 @@ def test_two_workers_with_the_same_url():
 def test_a_prefill_and_a_decode_with_the_same_url():
     host_vars = {"a": {"sglang_prefill_instances": [{"name": "p", "port": 30000, "host": "10.0.0.9"}]},
                  "b": {"sglang_decode_instances": [{"name": "d", "port": 30000, "host": "10.0.0.9"}]}}
-    topology = T.build_topology(host_vars, {"sglang_prefill": ["a"], "sglang_decode": ["b"], "sglang_router": ["a"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology(host_vars, {"sglang_prefill": ["a"], "sglang_decode": ["b"], "sglang_router": ["a"]}, defaults=TOPOLOGY_DEFAULTS)
     assert [m for _h, _v, m in messages(topology)] == [
         "sglang_prefill_instances[p] on a and sglang_decode_instances[d] on b both resolve to http://10.0.0.9:30000"]
 
 
 def test_router_without_prefill_or_decode_workers():
-    topology = T.build_topology({"edge": {}}, {"sglang_router": ["edge"]}, group_names={"decode": "gpu_decode"}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology({"edge": {}}, {"sglang_router": ["edge"]}, group_names={"decode": "gpu_decode"}, defaults=TOPOLOGY_DEFAULTS)
     assert messages(topology) == [
         ("edge", "sglang_prefill_instances",
          "the router has no prefill worker: no host of group sglang_prefill defines sglang_prefill_instances"),
@@ -476,7 +490,7 @@ def test_router_without_prefill_or_decode_workers():
 
 
 def test_no_router_no_worker_problem():
-    topology = T.build_topology({"gpu": {"sglang_decode_instances": [DECODE]}}, {"sglang_decode": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
+    topology = build_topology({"gpu": {"sglang_decode_instances": [DECODE]}}, {"sglang_decode": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
 
 
@@ -501,7 +515,7 @@ def test_reach_host(bind, address, advertise, expected):
 
 def test_two_instances_of_one_host_on_one_port_are_one_problem():
     """The port clash names both instances; the same URL they then share is not a second problem."""
-    topology = T.build_topology(
+    topology = build_topology(
         {"h": {"sglang_prefill_instances": [{"name": "p", "gpus": [0], "port": 30000, "bootstrap_port": 8998}],
                "sglang_decode_instances": [{"name": "d", "gpus": [1], "port": 30000}]}},
         {"sglang_prefill": ["h"], "sglang_decode": ["h"], "sglang_router": ["h"]}, defaults=TOPOLOGY_DEFAULTS)

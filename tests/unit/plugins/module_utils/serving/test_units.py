@@ -22,7 +22,8 @@ from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance,
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 SERVER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang.launch_server"
-ROUTER_LAUNCH = "/opt/sglang/venv/bin/python -m sglang_router.launch_router"
+ROUTER_LAUNCH = "/opt/sglang/router-venv/bin/python /usr/local/libexec/pdserve/pdserve_router_launch.py"
+CONTROL_SECRET = "adm1n-s3cret-value"
 SECRET = 's3cr$t "key" %n\\x'
 _C_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}
 
@@ -64,6 +65,7 @@ def router_settings(**overrides):
         "user": d["sglang_router_user"],
         "group": d["sglang_router_group"],
         "config_dir": d["sglang_router_config_dir"],
+        "credentials_dir": d["sglang_router_config_dir"] + "/credentials",
         "unit_dir": d["sglang_router_unit_dir"],
         "restart_sec": d["sglang_router_restart_sec"],
         "timeout_stop_sec": d["sglang_router_timeout_stop_sec"],
@@ -72,6 +74,7 @@ def router_settings(**overrides):
         "limit_nofile": d["sglang_router_limit_nofile"],
         "hardening": dict(d["sglang_router_systemd_hardening"]),
         "api_key": d["sglang_router_api_key"],
+        "control_plane_api_key": d["sglang_router_control_plane_api_key"],
         "hf_hub_offline": d["sglang_router_hf_hub_offline"],
         "hf_endpoint": d["sglang_router_hf_endpoint"],
         "env": d["sglang_router_env"],
@@ -577,22 +580,32 @@ def blackwell_router(inventory):
     return topology["routers"][0], topology["workers"]
 
 
-def test_router_unit_with_api_key(inventory):
+LAUNCH_WORDS = len(ROUTER_LAUNCH.split())
+CREDENTIALS = "/etc/sglang-router/credentials"
+
+
+def test_router_unit_with_keys_passes_them_as_credentials_only(inventory):
     router, workers = blackwell_router(inventory)
-    settings = router_settings(api_key=SECRET, local_units=["sglang-prefill.service", "sglang-decode.service"])
+    settings = router_settings(api_key=SECRET, control_plane_api_key=CONTROL_SECRET,
+                               local_units=["sglang-prefill.service", "sglang-decode.service"])
     unit = U.router_unit(router, workers, settings)
-    lines = router_args(router, workers, settings, api_key=True)
+    lines = router_args(router, workers, settings)
     assert unit["argv_lines"] == lines
     assert (unit["name"], unit["unit"], unit["unit_path"], unit["env_file"]) == (
-        "router", "sglang-router.service", "/etc/systemd/system/sglang-router.service", "/etc/sglang/router.env")
+        "router", "sglang-router.service", "/etc/systemd/system/sglang-router.service", "/etc/sglang-router/router.env")
     text = unit["unit_text"]
-    assert SECRET not in text and "s3cr" not in text
+    for secret in (SECRET, CONTROL_SECRET, "s3cr", "adm1n"):
+        assert secret not in text and secret not in unit["env_text"]
+        assert secret not in " ".join(argv(unit["argv_lines"])) and secret not in " ".join(argv(unit["check_lines"]))
     assert text.split("\n")[:2] == [U.HEADER, "# pdserve.sglang.sglang_router"]
     expansions = []
     words = exec_words(text, expansions)
-    assert words == ROUTER_LAUNCH.split() + argv(lines)
-    assert words[-2:] == ["--api-key", "${SGLANG_ROUTER_API_KEY}"]
-    assert expansions == ["${SGLANG_ROUTER_API_KEY}"]
+    # The launcher's own options name the credentials, "--" ends them, then the router's flags; no key, no ${...}.
+    assert words == ROUTER_LAUNCH.split() + [
+        "--api-key-credential", "router-api-key", "--control-plane-api-key-credential", "router-control-plane-api-key",
+        "--"] + argv(lines)
+    assert "--api-key" not in words and "--control-plane-api-keys" not in words
+    assert expansions == []
     parsed = sections(text)
     assert parsed["Unit"] == [
         ("Description", "SGLang PD router on 0.0.0.0:30001 (1 prefill, 1 decode)"),
@@ -603,33 +616,50 @@ def test_router_unit_with_api_key(inventory):
         ("StartLimitBurst", "5"),
     ]
     service = parsed["Service"]
-    assert service[:5] == [("Type", "exec"), ("User", "sglang"), ("Group", "sglang"), ("EnvironmentFile", "/etc/sglang/router.env"),
-                           ("CacheDirectory", "sglang-router")]
-    assert service[5][0] == "ExecStart"
-    assert service[6:11] == [("Restart", "on-failure"), ("RestartSec", "5"), ("KillMode", "control-group"), ("TimeoutStopSec", "45"),
+    assert service[:7] == [
+        ("Type", "exec"), ("User", "sglang-router"), ("Group", "sglang-router"),
+        ("EnvironmentFile", "/etc/sglang-router/router.env"),
+        ("LoadCredential", "router-api-key:%s/router-api-key" % CREDENTIALS),
+        ("LoadCredential", "router-control-plane-api-key:%s/router-control-plane-api-key" % CREDENTIALS),
+        ("CacheDirectory", "sglang-router")]
+    assert service[7][0] == "ExecStart"
+    assert service[8:13] == [("Restart", "on-failure"), ("RestartSec", "5"), ("KillMode", "control-group"), ("TimeoutStopSec", "45"),
                              ("LimitNOFILE", "65536")]
     hardening = load("roles", "sglang_router", "defaults", "main.yml")["sglang_router_systemd_hardening"]
-    assert service[11:] == [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v)) for k, v in sorted(hardening.items())]
+    assert service[13:] == [(k, ("yes" if v else "no") if isinstance(v, bool) else str(v)) for k, v in sorted(hardening.items())]
     assert "ReadWritePaths" not in text and "LimitMEMLOCK" not in text and "WorkingDirectory" not in text
     assert parsed["Install"] == [("WantedBy", "multi-user.target")]
-    # The key lives in the 0640 env file only.
-    assert env_pairs(unit["env_text"]) == [
-        ("HF_HOME", "/var/cache/sglang-router/huggingface"),
-        ("HF_HUB_OFFLINE", "1"),
-        ("SGLANG_ROUTER_API_KEY", SECRET),
-    ]
-    assert unit["files"][0] == {"path": "/etc/sglang/router.env", "content": unit["env_text"], "owner": "root", "group": "sglang",
-                                "mode": "0640"}
+    assert env_pairs(unit["env_text"]) == [("HF_HOME", "/var/cache/sglang-router/huggingface"), ("HF_HUB_OFFLINE", "1")]
+    assert unit["files"][0] == {"path": "/etc/sglang-router/router.env", "content": unit["env_text"], "owner": "root",
+                                "group": "sglang-router", "mode": "0640"}
     assert unit["files"][1]["mode"] == "0644" and unit["files"][1]["content"] == text
+    # Each key alone in a root-only file (systemd reads it as PID 1), named for the restart plan.
+    assert unit["files"][2:] == [
+        {"path": CREDENTIALS + "/router-api-key", "content": SECRET, "owner": "root", "group": "root", "mode": "0600"},
+        {"path": CREDENTIALS + "/router-control-plane-api-key", "content": CONTROL_SECRET, "owner": "root", "group": "root",
+         "mode": "0600"}]
+    assert unit["credential_files"] == [CREDENTIALS + "/router-api-key", CREDENTIALS + "/router-control-plane-api-key"]
+    # The flag check parses the launcher's flags with placeholders.
+    assert unit["check_lines"] == lines + [["--api-key", "KEY-FROM-CREDENTIAL"],
+                                           ["--control-plane-api-keys", "pdserve:pdserve-operations:admin:KEY-FROM-CREDENTIAL"]]
 
 
-def test_router_unit_without_api_key(inventory):
+def test_router_unit_with_the_client_key_only(inventory):
+    router, workers = blackwell_router(inventory)
+    unit = U.router_unit(router, workers, router_settings(api_key="k"))
+    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 4] == [
+        "--api-key-credential", "router-api-key", "--", "--pd-disaggregation"]
+    assert [v for k, v in sections(unit["unit_text"])["Service"] if k == "LoadCredential"] == [
+        "router-api-key:%s/router-api-key" % CREDENTIALS]
+
+
+def test_router_unit_without_keys(inventory):
     router, workers = blackwell_router(inventory)
     unit = U.router_unit(router, workers, router_settings())
     expansions = []
     words = exec_words(unit["unit_text"], expansions)
     assert words == ROUTER_LAUNCH.split() + argv(router_args(router, workers, router_settings()))
-    assert words[3:] == [
+    assert words[LAUNCH_WORDS:] == [
         "--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998", "--decode", "http://127.0.0.1:30002",
         "--host", "0.0.0.0", "--port", "30001", "--prometheus-host", "127.0.0.1", "--prometheus-port", "29000",
         "--policy", "cache_aware", "--request-timeout-secs", "1800", "--worker-startup-timeout-secs", "1800",
@@ -638,7 +668,9 @@ def test_router_unit_without_api_key(inventory):
         "--retry-max-backoff-ms", "2000", "--shutdown-grace-period-secs", "30", "--log-level", "info",
         "--disable-circuit-breaker"]
     assert expansions == []
-    assert "--api-key" not in unit["unit_text"] and "SGLANG_ROUTER_API_KEY" not in unit["env_text"]
+    assert "--api-key" not in unit["unit_text"] and "LoadCredential" not in unit["unit_text"]
+    assert unit["credential_files"] == [] and len(unit["files"]) == 2
+    assert unit["check_lines"] == unit["argv_lines"]
     assert ("After", "network-online.target") in sections(unit["unit_text"])["Unit"]
 
 
@@ -648,14 +680,13 @@ def test_router_env_file(inventory):
     assert env_pairs(U.router_unit(router, workers, settings)["env_text"]) == [
         ("HF_HOME", "/var/cache/sglang-router/huggingface"),
         ("HF_ENDPOINT", "http://127.0.0.1:9"),
-        ("SGLANG_ROUTER_API_KEY", "k"),
         ("A", 'x"$y'),
         ("Z", "1"),
     ]
     text = U.router_unit(router, workers, settings)["env_text"]
     assert text.split("\n")[:3] == [U.HEADER, "# pdserve.sglang.sglang_router",
                                     "# Environment of sglang-router.service: what it runs (PDSERVE_*), then its settings. "
-                                    "Mode 0640: it may hold the API key."]
+                                    "Its keys are systemd credentials (LoadCredential=), never here."]
 
 
 def test_router_unit_of_the_multinode_inventory(inventory):
@@ -666,7 +697,8 @@ def test_router_unit_of_the_multinode_inventory(inventory):
     assert ("Description", "SGLang PD router on 0.0.0.0:30001 (2 prefill, 1 decode)") in sections(unit["unit_text"])["Unit"]
     words = exec_words(unit["unit_text"])
     assert words == ROUTER_LAUNCH.split() + argv(unit["argv_lines"])
-    assert words[3:10] == ["--pd-disaggregation", "--prefill", "http://10.0.0.11:30000", "8998", "--prefill", "http://10.0.0.11:30010", "8999"]
+    assert words[LAUNCH_WORDS:LAUNCH_WORDS + 7] == [
+        "--pd-disaggregation", "--prefill", "http://10.0.0.11:30000", "8998", "--prefill", "http://10.0.0.11:30010", "8999"]
     assert words[-3:] == ["--disable-retries", "--max-concurrent-requests", "64"]
 
 
@@ -674,7 +706,7 @@ def test_router_unit_ipv6_worker_urls():
     router = {"host": "::", "port": 30001, "prometheus_host": "::1", "prometheus_port": 29000}
     workers = {"prefill": [{"url": "http://[fd00::11]:30000", "bootstrap_port": 8998}], "decode": [{"url": "http://[fd00::21]:30002"}]}
     unit = U.router_unit(router, workers, router_settings())
-    assert exec_words(unit["unit_text"])[3:12] == ["--pd-disaggregation", "--prefill", "http://[fd00::11]:30000", "8998", "--decode",
+    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 9] == ["--pd-disaggregation", "--prefill", "http://[fd00::11]:30000", "8998", "--decode",
                                                    "http://[fd00::21]:30002", "--host", "::", "--port"]
 
 

@@ -34,6 +34,8 @@ class FakeClient(object):
     def __init__(self, routes):
         self.routes = routes
         self.calls = []
+        # (path, whether the control-plane key was asked for)
+        self.planes = []
         self.lock = threading.Lock()
 
     def _answer(self, method, url, payload=None):
@@ -52,10 +54,12 @@ class FakeClient(object):
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         return HttpResult(method, url, status, headers, raw)
 
-    def get(self, url, timeout=None):
+    def get(self, url, timeout=None, control_plane=False):
+        self.planes.append((url.split('/', 3)[-1], control_plane))
         return self._answer('GET', url)
 
-    def post_json(self, url, payload, timeout=None):
+    def post_json(self, url, payload, timeout=None, control_plane=False):
+        self.planes.append((url.split('/', 3)[-1], control_plane))
         return self._answer('POST', url, payload)
 
     def paths(self):
@@ -211,8 +215,11 @@ def test_router_refusing_the_key_is_fatal_at_once(status):
     client = FakeClient({('GET', '/workers'): (status, {'error': 'unauthorized'})})
     ok, state = probe('router', client)
     assert ok is False
-    assert state.fatal.startswith('the router answers %d: it requires an API key' % status)
-    assert 'sglang_router_api_key' in state.fatal
+    assert state.fatal.startswith('the router answers %d on GET /workers: worker management needs its control-plane key'
+                                  % status)
+    assert 'sglang_router_control_plane_api_key' in state.fatal and 'sglang_router_api_key' in state.fatal
+    # /workers is the control plane: the module sends the control-plane key there.
+    assert client.planes == [('workers', True)]
 
 
 # ---- units and processes --------------------------------------------------------------------

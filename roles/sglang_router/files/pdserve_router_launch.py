@@ -1,0 +1,102 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Start sglang-router with its keys read from systemd credentials, never from a command line.
+
+sglang-router 0.3.2 takes its keys only as flags (--api-key, --control-plane-api-keys), and a flag is readable by
+every local user in /proc/PID/cmdline, ps and systemctl status. The unit loads each key as a credential
+(LoadCredential=NAME:PATH of a root-only file); systemd hands the process a private copy under
+$CREDENTIALS_DIRECTORY. This launcher reads them and calls the router's Python entry point
+(sglang_router.launch_router: parse_router_args, launch_router) with the flags built in Python:
+
+    python pdserve_router_launch.py [--api-key-credential NAME] [--control-plane-api-key-credential NAME] \
+        -- ROUTER FLAGS...
+
+Installed by pdserve.sglang.sglang_router (root-owned, read-only); run by the router's own python.
+"""
+import argparse
+import os
+import sys
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+# id:name:role:key, as sglang-router parses it; admin may add and remove workers.
+CONTROL_PLANE_ENTRY = "pdserve:pdserve-operations:admin:%s"
+SECRET_FLAGS = ("--api-key", "--control-plane-api-keys")
+
+
+class LaunchError(Exception):
+    """What stops the launch, said in one line (never a key)."""
+
+
+def read_credential(name: str, directory: Optional[str]) -> str:
+    """The key in credential ``name``: one line of visible ASCII (a trailing line break is dropped)."""
+    if not directory:
+        raise LaunchError("credential %s: $CREDENTIALS_DIRECTORY is not set; start the router through "
+                          "sglang-router.service, whose LoadCredential= provides it" % name)
+    path = os.path.join(directory, name)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise LaunchError("credential %s: cannot read %s (%s); the unit's LoadCredential= names it: rerun the "
+                          "router role (site.yml --tags router)" % (name, path, exc.strerror or exc))
+    value = raw.decode("ascii", "replace").rstrip("\r\n")
+    if not value:
+        raise LaunchError("credential %s (%s) is empty: set the key in the inventory and rerun the router role" % (name, path))
+    if any(not 0x21 <= ord(char) <= 0x7e for char in value):
+        raise LaunchError("credential %s (%s) holds spaces, control or non-ASCII characters: a key is one bearer "
+                          "token of visible ASCII" % (name, path))
+    return value
+
+
+def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
+    """The launcher's own options (before ``--``) and the router's flags (after it)."""
+    argv = list(argv)
+    if "--" in argv:
+        split = argv.index("--")
+        own, router = argv[:split], argv[split + 1:]
+    else:
+        own, router = [], argv
+    parser = argparse.ArgumentParser(prog="pdserve_router_launch", allow_abbrev=False,
+                                     description="sglang-router with its keys from systemd credentials")
+    parser.add_argument("--api-key-credential", metavar="NAME", help="credential holding the client key (--api-key)")
+    parser.add_argument("--control-plane-api-key-credential", metavar="NAME",
+                        help="credential holding the worker-management key (--control-plane-api-keys, role admin)")
+    return parser.parse_args(own), router
+
+
+def router_argv(options: argparse.Namespace, router: Sequence[str], environ: Mapping[str, str]) -> List[str]:
+    """The router's flags with the keys added; refuses a key given on the command line."""
+    for word in router:
+        if str(word).split("=", 1)[0] in SECRET_FLAGS:
+            raise LaunchError("%s is on the command line, where every local user can read it: give the key as a "
+                              "credential (--api-key-credential / --control-plane-api-key-credential)"
+                              % str(word).split("=", 1)[0])
+    argv = list(router)
+    directory = environ.get("CREDENTIALS_DIRECTORY")
+    if options.api_key_credential:
+        argv += ["--api-key", read_credential(options.api_key_credential, directory)]
+    if options.control_plane_api_key_credential:
+        key = read_credential(options.control_plane_api_key_credential, directory)
+        argv += ["--control-plane-api-keys", CONTROL_PLANE_ENTRY % key]
+    return argv
+
+
+def _launch(argv: List[str]) -> None:
+    from sglang_router.launch_router import launch_router, parse_router_args
+    launch_router(parse_router_args(argv))
+
+
+def main(argv: Optional[Sequence[str]] = None, environ: Optional[Dict[str, str]] = None,
+         launch: Callable[[List[str]], None] = _launch) -> int:
+    options, router = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        args = router_argv(options, router, os.environ if environ is None else environ)
+    except LaunchError as exc:
+        sys.stderr.write("pdserve_router_launch: %s\n" % exc)
+        return 2
+    launch(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""roles/sglang_router/files/pdserve_router_launch.py: the keys come from systemd credentials, never argv."""
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+PATH = os.path.join(ROOT, "roles", "sglang_router", "files", "pdserve_router_launch.py")
+SPEC = importlib.util.spec_from_file_location("pdserve_router_launch", PATH)
+L = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(L)
+
+FLAGS = ["--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998", "--decode", "http://127.0.0.1:30002"]
+OPTIONS = ["--api-key-credential", "router-api-key", "--control-plane-api-key-credential", "router-control-plane-api-key"]
+
+
+@pytest.fixture
+def credentials(tmp_path):
+    (tmp_path / "router-api-key").write_text("client-key-1\n")
+    (tmp_path / "router-control-plane-api-key").write_text("admin-key-2")
+    return {"CREDENTIALS_DIRECTORY": str(tmp_path)}
+
+
+def run(argv, environ):
+    launched = []
+    rc = L.main(argv, environ, launch=launched.append)
+    return rc, launched
+
+
+def test_keys_are_read_from_the_credentials_and_added_in_python(credentials):
+    rc, launched = run(OPTIONS + ["--"] + FLAGS, credentials)
+    assert rc == 0
+    assert launched == [FLAGS + ["--api-key", "client-key-1",
+                                 "--control-plane-api-keys", "pdserve:pdserve-operations:admin:admin-key-2"]]
+
+
+def test_without_options_the_flags_pass_unchanged(credentials):
+    assert run(FLAGS, {}) == (0, [FLAGS])
+    assert run(["--"] + FLAGS, {}) == (0, [FLAGS])
+
+
+def test_the_built_arguments_are_what_the_router_parses(credentials):
+    from sglang_router.launch_router import parse_router_args
+    _rc, (args,) = run(OPTIONS + ["--"] + FLAGS + ["--host", "127.0.0.1"], credentials)
+    parsed = parse_router_args(args)
+    assert parsed.api_key == "client-key-1"
+    assert parsed.control_plane_api_keys == [("pdserve", "pdserve-operations", "admin-key-2", "admin")]
+    assert parsed.pd_disaggregation and parsed.decode_urls == ["http://127.0.0.1:30002"]
+
+
+@pytest.mark.parametrize("environ, why", [
+    ({}, "$CREDENTIALS_DIRECTORY is not set"),
+    (None, "cannot read"),
+])
+def test_a_missing_credential_is_refused_clearly(tmp_path, capsys, environ, why):
+    environ = {"CREDENTIALS_DIRECTORY": str(tmp_path)} if environ is None else environ
+    rc, launched = run(OPTIONS + ["--"] + FLAGS, environ)
+    assert (rc, launched) == (2, [])
+    err = capsys.readouterr().err
+    assert err.startswith("pdserve_router_launch: credential router-api-key") and why in err
+
+
+@pytest.mark.parametrize("content", ["", "\n", "two words", "tab\tkey", "k\u00e9y"])
+def test_an_empty_or_malformed_credential_is_refused_without_showing_it(tmp_path, capsys, content):
+    (tmp_path / "router-api-key").write_bytes(content.encode("utf-8"))
+    rc, launched = run(["--api-key-credential", "router-api-key", "--"] + FLAGS, {"CREDENTIALS_DIRECTORY": str(tmp_path)})
+    assert (rc, launched) == (2, [])
+    err = capsys.readouterr().err
+    assert "router-api-key" in err and (not content.strip() or content not in err)
+
+
+@pytest.mark.parametrize("word", ["--api-key", "--api-key=k", "--control-plane-api-keys"])
+def test_a_key_on_the_command_line_is_refused(credentials, capsys, word):
+    rc, launched = run(["--"] + FLAGS + [word, "x:y:admin:k"], credentials)
+    assert (rc, launched) == (2, [])
+    assert "every local user can read it" in capsys.readouterr().err
