@@ -18,6 +18,8 @@ RENDER = ROOT / "tests" / "unit" / "snapshot" / "render_units.yml"
 # LAYER is set by every layer, the other names by one or two: what wins shows in each file.
 INVENTORY = {
     "sglang_venv": "/opt/sglang/venv",
+    # A router on loopback needs no key (one reachable from other hosts is refused without one).
+    "sglang_router_host": "127.0.0.1",
     "sglang_model_path": "/models/m",
     "sglang_model_served_name": "m",
     "sglang_model_transfer_backend": "nixl",
@@ -71,8 +73,8 @@ def rendered(tmp_path_factory):
 
 
 def test_each_instance_has_its_env_file(rendered):
-    assert sorted(p.name for p in rendered.glob("*.env")) == ["decode.env", "prefill-0.env", "prefill-1.env",
-                                                              "router.env"]
+    # The router's env file lives in its own directory (/etc/sglang-router), not beside the servers'.
+    assert sorted(p.name for p in rendered.glob("*.env")) == ["decode.env", "prefill-0.env", "prefill-1.env"]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
