@@ -11,6 +11,7 @@ nowhere in the output (the diff, the result, the module's arguments)."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -28,6 +29,9 @@ INVENTORY = {
     "sglang_venv": "/opt/sglang/venv",
     "sglang_model_path": "/models/m",
     "sglang_model_served_name": "m",
+    # The router listens on every address: it needs its keys (their credential files are tested in test_managed_files).
+    "sglang_router_api_key": "r0uter-client-k3y",
+    "sglang_router_control_plane_api_key": "r0uter-admin-k3y",
     "sglang_model_env": {"HF_TOKEN": SERVER_SECRETS["HF_TOKEN"], "SGLANG_SOMETHING": "1"},
     "sglang_prefill_instances": [{"name": "prefill-0", "port": 30000, "bootstrap_port": 8998, "dist_init_port": 30335,
                                   "env": {"WANDB_API_KEY": SERVER_SECRETS["WANDB_API_KEY"]}}],
@@ -52,6 +56,18 @@ INVENTORY = {
 }
 
 
+def _roles_path(base):
+    """A roles path with the role "diffs_monitoring": its task (diffs_monitoring/main.yml) and, linked, the monitoring
+    role's templates and files, so a template lookup finds them as in the role's own tasks (made here: the collection
+    ships no directory links)."""
+    role = base / "roles" / "diffs_monitoring"
+    (role / "tasks").mkdir(parents=True)
+    shutil.copy(str(pathlib.Path(__file__).resolve().parent / "diffs_monitoring" / "main.yml"), str(role / "tasks"))
+    for name in ("templates", "files"):
+        os.symlink(str(ROOT / "roles" / "monitoring" / name), str(role / name))
+    return str(base / "roles")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     base = tmp_path_factory.mktemp("diffs")
@@ -60,7 +76,8 @@ def run(tmp_path_factory):
     (base / "group_vars").mkdir()
     (base / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": groups}}))
     (base / "group_vars" / "all.yml").write_text(yaml.safe_dump(INVENTORY))
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+               ANSIBLE_ROLES_PATH=_roles_path(base))
     env.setdefault("ANSIBLE_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(PLAYBOOK),
                            "-i", str(base / "hosts.yml"), "--check", "--diff", "--tags", "diffs"],
