@@ -12,10 +12,6 @@ that clients reach the new version before it is validated (it never leaves the r
 ``<prefix>_unvalidated_restart``, and the plan says so before anything starts.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
 

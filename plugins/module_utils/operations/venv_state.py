@@ -16,9 +16,6 @@ is never recorded and never removed. Paths are compared resolved (realpath), so 
 symlink keeps its ``current`` and ``previous`` venvs.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import glob
 import json
 import os

@@ -4,10 +4,6 @@
 """The serving topology (module_utils/serving/topology.py): the shipped inventories, address resolution, the
 static cross-host problems and the defaults, against the contract of docs TOPOLOGY."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 import pytest
@@ -178,8 +174,9 @@ def test_host_part_keeps_only_the_hosts_own_problems():
 
 def test_defaults_when_variables_are_unset():
     topology = build_topology({"gpu": {"sglang_prefill_instances": [{"name": "p", "port": 30000}],
-                                         "sglang_decode_instances": [{"name": "d", "port": 30002}]}},
-                                {"sglang_prefill": ["gpu"], "sglang_decode": ["gpu"], "sglang_router": ["gpu"]}, defaults=TOPOLOGY_DEFAULTS)
+                                       "sglang_decode_instances": [{"name": "d", "port": 30002}]}},
+                              {"sglang_prefill": ["gpu"], "sglang_decode": ["gpu"], "sglang_router": ["gpu"]},
+                              defaults=TOPOLOGY_DEFAULTS)
     assert topology["problems"] == []
     entry = topology["hosts"]["gpu"]
     assert entry["address"] == "gpu"
@@ -259,7 +256,8 @@ def test_hosts_in_group_order_without_repeats():
 def test_group_names_can_be_overridden():
     host_vars = {"p": {"sglang_prefill_instances": [PREFILL]}, "d": {"sglang_decode_instances": [DECODE]}, "r": {}}
     topology = build_topology(host_vars, {"gpu_prefill": ["p"], "gpu_decode": ["d"], "edge": ["r"], "sglang_decode": ["p"]},
-                                group_names={"prefill": "gpu_prefill", "decode": "gpu_decode", "router": "edge"}, defaults=TOPOLOGY_DEFAULTS)
+                              group_names={"prefill": "gpu_prefill", "decode": "gpu_decode", "router": "edge"},
+                              defaults=TOPOLOGY_DEFAULTS)
     assert topology["groups"] == {"prefill": "gpu_prefill", "decode": "gpu_decode", "router": "edge"}
     assert [w["inventory_host"] for w in topology["workers"]["prefill"]] == ["p"]
     assert [w["inventory_host"] for w in topology["workers"]["decode"]] == ["d"]
@@ -291,7 +289,7 @@ def test_wildcard_bind_is_reached_at_ansible_host(wildcard):
 
 def test_wildcard_bind_without_ansible_host_uses_the_inventory_name():
     topology = build_topology({"gpu-1.example": {"sglang_decode_instances": [dict(DECODE, host="0.0.0.0")]}},
-                                {"sglang_decode": ["gpu-1.example"]}, defaults=TOPOLOGY_DEFAULTS)
+                              {"sglang_decode": ["gpu-1.example"]}, defaults=TOPOLOGY_DEFAULTS)
     assert urls(topology, "decode") == ["http://gpu-1.example:30002"]
 
 

@@ -5,10 +5,6 @@
 the ExecStart= line read back the way systemd splits it, which must give exactly the launch words and the argv
 that sglang_flag_check checked."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 
@@ -706,8 +702,9 @@ def test_router_unit_ipv6_worker_urls():
     router = {"host": "::", "port": 30001, "prometheus_host": "::1", "prometheus_port": 29000}
     workers = {"prefill": [{"url": "http://[fd00::11]:30000", "bootstrap_port": 8998}], "decode": [{"url": "http://[fd00::21]:30002"}]}
     unit = U.router_unit(router, workers, router_settings())
-    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 9] == ["--pd-disaggregation", "--prefill", "http://[fd00::11]:30000", "8998", "--decode",
-                                                   "http://[fd00::21]:30002", "--host", "::", "--port"]
+    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 9] == [
+        "--pd-disaggregation", "--prefill", "http://[fd00::11]:30000", "8998", "--decode", "http://[fd00::21]:30002",
+        "--host", "::", "--port"]
 
 
 # --- changed units ------------------------------------------------------------------------------------
