@@ -112,6 +112,7 @@ options:
             C(credential <file name>). Their content never shows in the diff, before or after.
         type: list
         elements: path
+        default: []
         version_added: 0.4.0
 notes:
   - Needs only the Python standard library on the managed host.

@@ -333,6 +333,6 @@ def _render(marker, unit, service, exec_line, tail, hardening, trailing, name="t
     out.append(exec_line)
     out += _lines(name, tail)
     out += ["%s=%s" % (k, v) for k, v in V.hardening_lines(hardening)]
-    out += _lines(name, [(k, v) for k, v in trailing])
+    out += _lines(name, list(trailing))
     out += ["", "[Install]", "WantedBy=multi-user.target"]
     return "\n".join(out) + "\n"
