@@ -20,8 +20,6 @@ compared:
     .venv/bin/python benchmarks/router_crash.py [--settings role-0.1 role] [--duration 45]
 """
 
-from __future__ import absolute_import, division, print_function
-
 import argparse
 import asyncio
 import os

@@ -18,8 +18,6 @@ second there, so on a real PD server the generation probe adds about 1 s to thes
 Nothing leaves the machine: the emulator listens on 127.0.0.1.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import argparse
 import os
 import statistics

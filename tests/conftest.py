@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Fixtures shared by unit and integration tests."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import importlib.util
 import os
 import sys

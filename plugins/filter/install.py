@@ -3,10 +3,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Filter of the sglang_install role: a thin wrapper over plugins/module_utils/install/plan.py."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleFilterError
 from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan, profile
 

@@ -3,10 +3,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Filters of the monitoring role: thin wrappers over plugins/module_utils/monitoring_*.py."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible.errors import AnsibleFilterError

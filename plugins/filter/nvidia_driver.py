@@ -8,10 +8,6 @@
 ``nvidia_driver_refusal`` is the preflight's failure message, written like every other domain's (problems.report).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver import policy as nvidia_driver_policy

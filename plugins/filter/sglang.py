@@ -8,10 +8,6 @@ where it is unit-tested; each filter here converts Ansible's values and reports 
 a filter error naming the variables, never as a traceback.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleFilterError
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import roll as serving_roll
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import venv_state

@@ -4,9 +4,6 @@
 
 """Argument spec pieces shared by the HTTP modules (documented in doc_fragments/http_client.py)."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 from typing import Any, Dict, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient

@@ -14,9 +14,6 @@ themselves (usually loopback or a private network), and a proxy in between would
 readiness and parser checks test the proxy.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import json
 import socket
 import ssl

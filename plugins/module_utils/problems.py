@@ -7,10 +7,6 @@ Every check of the collection reports with these, so an operator always reads wh
 variable, what is wrong and what to do, and a playbook can list all of them at once.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import difflib
 import re
 from typing import Any, Dict, Iterable, List, Optional

@@ -3,9 +3,6 @@
 """Run one pdserve.sglang module for integration tests through the real `ansible` command (in-process runs:
 tests/support/module_runner.py)."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import json
 import os
 import subprocess

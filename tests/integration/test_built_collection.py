@@ -6,10 +6,6 @@ Also the preflight's planning mode: an inventory judged against recorded GPU dat
 (local connection; nothing contacts the inventory's example addresses).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import pathlib
 import re

@@ -10,10 +10,6 @@ The results the real machine returned, once copied to h200x1_driver/verify-only/
 this replay in tests/unit/plugins/modules/test_nvidia_driver_verify.py.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import stat

@@ -9,10 +9,6 @@ consumed by later tasks exactly as on a GPU host. On a real GPU host this file i
 PDSERVE_REAL_GPU=1 (see test_real_gpu_host), which uses the host's own nvidia-smi and /sys.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import re

@@ -8,9 +8,6 @@ through real `ansible` (module shipped and executed like in a play); the rest dr
 module's main() in-process with the arguments Ansible would pass.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import os
 import sys
 import time

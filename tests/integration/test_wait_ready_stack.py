@@ -8,9 +8,6 @@ Representative cases run through real `ansible`; the others drive main() in-proc
 The systemd `unit` path needs systemd as PID 1: see extensions/molecule/wait_ready_unit.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import os
 import sys
 

@@ -26,10 +26,6 @@ Everything is rebuilt only when the recipe changes (this file, the fake nvidia-s
 the kernel release, the mirror); the real .deb files are cached in ``debs/`` across recipes.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import gzip
 import hashlib
 import os

@@ -9,10 +9,6 @@
 - every option has a type and a description.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import pathlib
 
 import pytest

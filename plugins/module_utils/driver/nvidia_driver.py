@@ -12,10 +12,6 @@ A fact that cannot be read (a sandboxed or read-only host, a tool that is not in
 and is listed in ``not_checkable`` with the reason; reading never fails for that.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

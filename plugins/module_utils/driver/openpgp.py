@@ -7,10 +7,6 @@ Only what apt keys need: an ASCII-armored block of version-4 keys (primary keys 
 The fingerprint of a v4 key is SHA-1 over 0x99, the two-byte body length and the key packet body.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import base64
 import binascii
 import hashlib

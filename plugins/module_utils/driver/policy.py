@@ -14,10 +14,6 @@
 The state dicts are what ``nvidia_driver.DriverStateReader.gather()`` returns.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import version_key

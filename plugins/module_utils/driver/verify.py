@@ -8,10 +8,6 @@ Each check is ``{check, status, gpu, message, fix}`` with status ``ok``, ``faile
 names the GPU it is about (``gpu``) and what to do (``fix``).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import (
     OPEN_ONLY_ARCHITECTURES,
     classify_nvidia_smi_failure,

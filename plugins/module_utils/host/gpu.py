@@ -9,10 +9,6 @@ captures. ``GpuDiscovery`` is the only part that does I/O: it runs nvidia-smi th
 ``SysfsReader``, whose root can point at a fixture tree.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import csv
 import os
 import re

@@ -7,10 +7,6 @@ units that own them, whether an address belongs to the host, paths, free disk.
 ``root`` lets tests point the /proc readers at a fixture tree.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import errno
 import os
 import re

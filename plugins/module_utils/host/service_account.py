@@ -8,10 +8,6 @@ configuration directory) with the host's current state and returns the commands 
 changes that make them agree, in order. The module service_account reads the state and runs them.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from typing import Any, Dict, List, Tuple
 
 

@@ -8,10 +8,6 @@ through a ``which(name) -> path or None`` callable (``AnsibleModule.run_command`
 ``get_bin_path`` in the module), so tests can stand in for both.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import ctypes.util
 import glob
 import grp

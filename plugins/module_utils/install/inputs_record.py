@@ -10,10 +10,6 @@ next run tries again. Keys the record has and the inputs do not are ignored: dro
 forces a rerun.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import json
 import os

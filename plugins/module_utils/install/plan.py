@@ -10,10 +10,6 @@ fix}``. The decisions never depend on whether the problems are looked at: skippi
 nothing about what is installed.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import posixpath
 import re
 from typing import Any, Dict, List, Tuple

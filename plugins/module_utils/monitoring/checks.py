@@ -4,10 +4,6 @@
 """The monitoring preflight's judgement: the layout (monitoring_targets), the role's options and what the host
 shows (listening sockets). Pure: the module gathers ``observed`` and calls ``judge``."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import rules as monitoring_rules
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as monitoring_targets

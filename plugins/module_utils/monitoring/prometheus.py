@@ -4,10 +4,6 @@
 """Is a Prometheus doing its job: ready, every expected target up, every rule healthy, SGLang's names stored with
 their colon. Pure judgements of its HTTP API's answers, plus a poller that waits for all of them."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import time
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import excerpt, join_url

@@ -10,10 +10,6 @@ pinned versions' (SGLang 0.5.23 ``sglang:*`` with ``engine_type``, sglang-router
 runbook page shipped in the collection (docs/runbook.md, one section per alert).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 # name -> (default, what it is); the role's variable is monitoring_alert_<name>.

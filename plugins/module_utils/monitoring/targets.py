@@ -10,10 +10,6 @@ topology of ``pdserve.sglang.serving_topology`` and the monitoring settings. A l
 scrape is reported as problems ``{host, variable, message, fix}``, each naming the variable to change.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
     host_ports,

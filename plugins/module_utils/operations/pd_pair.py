@@ -11,9 +11,6 @@ the decode server must reach it), ``bootstrap_port`` (the prefill's) and a rando
 is the decode server's, after the prefill's has ended. It has the HttpClient interface ChatValidator uses.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import random
 import threading
 

@@ -10,10 +10,6 @@ request fails while it is away. Such a worker is refused unless a plain restart 
 in place and says up front how long it will be away.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
 

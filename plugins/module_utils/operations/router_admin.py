@@ -19,9 +19,6 @@ What this relies on, measured behind the real router (every call answers before 
 Nothing here logs the key: it only travels in the HttpClient's header and the POST body.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import time
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url

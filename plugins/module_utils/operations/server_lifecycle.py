@@ -12,9 +12,6 @@ as wait_ready, so a unit that dies fails at once with its journal.
 "The server is fired up and ready to roll!": the best estimate of how long the server is away when it restarts.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import re
 import time
 

@@ -11,9 +11,6 @@ what it runs itself (its ``PDSERVE_*`` fingerprint lines). Everything here reads
 of what was read, so they are unit-tested without a host.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import glob
 import os
 import re

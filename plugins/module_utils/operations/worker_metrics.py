@@ -14,9 +14,6 @@ SGLang serves ``/metrics`` through prometheus_client, which writes ``sglang_x`` 
 Accept headers (client_python#1177): both spellings are read.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import math
 import re
 import time

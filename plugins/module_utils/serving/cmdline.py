@@ -8,10 +8,6 @@ quotes them). The same lines go to the installed packages' own argument parsers 
 before a unit changes.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from typing import Any, Dict, Iterable, List, Optional
 
 # Router settings -> flag, in the order they appear in the unit. None or "" leaves a flag out.

@@ -8,10 +8,6 @@ a bad inventory: it returns the instances it could read and one problem per mist
 variable to fix, so the preflight can list every mistake at once.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import ipaddress
 import re
 from typing import Any, Dict, List, Optional, Tuple

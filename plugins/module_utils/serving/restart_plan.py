@@ -11,9 +11,6 @@ carries (``PDSERVE_SGLANG``, ``PDSERVE_SGLANG_ROUTER``, ``PDSERVE_VENV``, ``PDSE
 unit runs and hold no secret.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import re
 from typing import Any, Dict, Iterable, List, Optional
 

@@ -7,10 +7,6 @@ Pure: ``judge`` takes the topology, the shared model settings, the server settin
 observed on the host (None for what was not observed), and returns problems. Nothing here reads the host.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import env_problems, problem, suggest

@@ -7,10 +7,6 @@ The installed SGLang's own parser has the last word (module sglang_flag_check); 
 preflight name a typo before anything is installed.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 SGLANG_VERSION = "0.5.23"
 
 REASONING_PARSERS = (

@@ -8,10 +8,6 @@ that builds it sees the same stack: the servers deploy exactly what the router i
 the monitoring scrapes. The per-host defaults are an input (sglang_topology_defaults), never restated here.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
     MODES,

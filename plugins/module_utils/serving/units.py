@@ -8,10 +8,6 @@ Both kinds share one layout: a marker line (how the roles find the units they re
 hardening options, [Install]. The roles write the text with ansible.builtin.copy (diff, check mode).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 

@@ -11,9 +11,6 @@ fails. The checks are generic: they do not depend on the test emulator's wording
 what an OpenAI-compatible SGLang stack must answer.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import json
 import re
 from typing import Any, Dict, List, Optional, Tuple

@@ -20,9 +20,6 @@ Endpoints are waited for in parallel threads. A ``pid`` that is gone, or a syste
 that is failed or inactive, ends the wait at once with the unit state and its last journal lines.
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import os
 import threading
 import time

@@ -3,10 +3,6 @@
 """The emulator's metrics are SGLang 0.5.23's: names, types, label names and buckets as the pinned
 wheel defines them (tests/unit/fixtures/metrics/sglang-0.5.23.json, extracted by sglang_metrics.py)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 

@@ -4,10 +4,6 @@
 where it should (tests/unit/fixtures/monitoring/alerts.test.yml). The rules as data: tests/unit/plugins/module_utils/
 monitoring/test_rules.py."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import shutil
 

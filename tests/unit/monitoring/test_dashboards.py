@@ -3,10 +3,6 @@
 """The role's Grafana dashboards: generated (and regenerable), valid, on the grid, every expression parses, and
 every metric a panel or an alert uses exists in the pinned versions (and in the emulator, for SGLang's)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import importlib.util
 import json
 import os

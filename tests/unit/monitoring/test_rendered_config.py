@@ -5,10 +5,6 @@
 The role's render entry point runs on the controller only (-e ansible_connection=local): the example addresses
 of inventories/blackwell and inventories/multinode are never contacted."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import subprocess
 import sys

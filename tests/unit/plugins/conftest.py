@@ -3,10 +3,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The shipped inventories as Ansible itself reads them (hosts.yml, group_vars, host_vars), for the serving-model tests."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 import os
 

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The restart_plan callback: entries from task results (loops included), merged per host and unit."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.callback import restart_plan as cb
 
 

@@ -4,10 +4,6 @@
 """The pdserve.sglang filters (plugins/filter/sglang.py): thin wrappers over the serving model, which report
 inventory mistakes as a filter error naming the problems."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from collections.abc import Mapping
 
 import pytest

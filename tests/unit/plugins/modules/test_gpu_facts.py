@@ -7,10 +7,6 @@ nvidia-smi is a real executable here: a wrapper around tests/unit/fixtures/gpu/f
 that replays a capture directory, so the module's own run_command path is exercised.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import stat

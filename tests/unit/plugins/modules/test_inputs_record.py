@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """inputs_record run through main(): compare, write after success, check mode, diff, tree hashes."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import grp
 import json
 import os

@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """install_facts run through main(): the host read in one call, with stand-in tools on a controlled PATH."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import stat
 import sys
 

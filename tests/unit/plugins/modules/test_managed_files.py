@@ -4,10 +4,6 @@
 """managed_files run through main() with exit_json/fail_json patched, against files in tmp_path owned by the
 current user and group."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import grp
 import os
 import pwd

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """monitoring_preflight: every problem at once, changing nothing (its judgement: module_utils/monitoring/test_checks.py)."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import functools
 
 import pytest

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """monitoring_verify against a scripted Prometheus HTTP API on loopback."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import functools
 import json
 import threading

@@ -4,10 +4,6 @@
 """nvidia_driver_facts run through main(): the state of the real H200 capture and of the synthetic reference
 host, the refusals for the role's settings and the reboot verdict, in one call."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import stat
 import sys

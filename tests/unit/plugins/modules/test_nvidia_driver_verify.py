@@ -7,10 +7,6 @@ its list. The results of the real run on that machine (tests/device/driver_verif
 h200x1_driver/verify-only/<case>.json, must agree with this replay check by check.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import stat

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """router_worker, worker_idle, server_restart and venv_state through main(), against fakes."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.server_lifecycle import RestartError

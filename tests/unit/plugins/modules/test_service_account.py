@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """service_account through main(), in check mode only: it reads this machine's accounts and runs nothing."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import functools
 import grp
 import os

@@ -7,10 +7,6 @@ Recorded mode judges the inventories against the synthetic 8-GPU Blackwell captu
 around tests/unit/fixtures/gpu/fake_nvidia_smi.py, and the capture's sysfs tree); real mode is run against this
 machine with the socket, address and disk readers replaced, so each check's wiring is seen."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import getpass
 import json
 import os

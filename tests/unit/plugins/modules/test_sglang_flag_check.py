@@ -9,10 +9,6 @@ with choices, a required --model-path, a choice that depends on an environment v
 SGLang 0.5.23 is checked by the molecule scenario extensions/molecule/sglang_install.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import functools
 import sys
 import textwrap

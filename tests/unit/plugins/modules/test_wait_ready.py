@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """wait_ready as a module: argument handling, results, check mode and the unit path."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import functools
 import json
 import threading

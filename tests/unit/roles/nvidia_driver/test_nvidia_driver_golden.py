@@ -10,10 +10,6 @@ test. Debian 12 is also converged for real by extensions/molecule/nvidia_driver.
 After an intended change: PDSERVE_UPDATE_GOLDEN=1 pytest tests/unit/roles/nvidia_driver, then review the diff.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import filecmp
 import json
 import os

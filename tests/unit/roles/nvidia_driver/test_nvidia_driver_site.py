@@ -4,10 +4,6 @@
 """site.yml's driver play: `--tags driver` lists the nvidia_driver role's tasks for gpu_hosts and nothing
 else, with the reboot throttled to one host at a time (not serial on the play)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 import subprocess

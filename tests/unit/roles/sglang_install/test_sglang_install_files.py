@@ -6,10 +6,6 @@ agreement of defaults/main.yml with every entry point of meta/argument_specs.yml
 "run when the inputs changed" logic end to end (build once, skip on rerun, rebuild on an input change)
 runs in the molecule scenario extensions/molecule/sglang_install."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 import subprocess

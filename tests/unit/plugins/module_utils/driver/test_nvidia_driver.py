@@ -7,10 +7,6 @@ Real captures: tests/unit/fixtures/gpu/h200x1_driver (the H200 device machine, 2
 h200x1/host.txt (the same kind of machine, 2026-11-30). Synthetic inputs are named as such.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 import pytest

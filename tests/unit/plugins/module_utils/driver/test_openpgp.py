@@ -4,10 +4,6 @@
 """Fingerprints of armored OpenPGP keys without gpg (module_utils/driver/openpgp.py), on real Debian archive keys
 whose fingerprints gpg printed (tests/unit/fixtures/openpgp/README.md)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 import pytest

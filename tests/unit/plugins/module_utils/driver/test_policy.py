@@ -7,10 +7,6 @@ The rendered Ubuntu and Debian files and plans are compared with golden files in
 tests/unit/roles/nvidia_driver; these tests pin each rule on its own.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import itertools
 
 import pytest

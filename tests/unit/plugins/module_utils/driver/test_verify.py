@@ -4,10 +4,6 @@
 """The verify checks of module_utils/driver/verify.py on the real H200 capture and the
 synthetic reference host (8x RTX PRO 6000 Blackwell), and on broken variants of them."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 import os
 

@@ -3,10 +3,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Parsers of module_utils/host/gpu.py against real H200 captures and the synthetic Blackwell host."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 import pytest

@@ -4,10 +4,6 @@
 """What the preflight reads on a host (module_utils/host/observe.py): /proc/net/tcp{,6} in the kernel's own format,
 socket owners and their units from a fake /proc tree, local addresses, free disk."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import shutil
 import socket

@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The service account plan: only what differs, in the order the tools need."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan
 
 WANT = {"name": "sglang", "group": "sglang", "home": "/var/lib/sglang", "shell": "/usr/sbin/nologin",

@@ -3,10 +3,6 @@
 """What install_facts reads of a host (plugins/module_utils/install/host.py): real commands where this
 machine has them (its own Python), stand-ins for what it may lack (ucx_info, nvcc)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import collections
 import os
 import stat

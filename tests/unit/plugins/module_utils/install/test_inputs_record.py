@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The comparison behind "run this step only when its inputs changed" (plugins/module_utils/install/inputs_record.py)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 

@@ -3,10 +3,6 @@
 """sglang_install's decisions and preflight judgement (plugins/module_utils/install/plan.py), and the
 install_plan filter over it. Each check is shown to pass on a good host and to fail on a bad one."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 import pytest

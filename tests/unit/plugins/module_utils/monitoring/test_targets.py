@@ -2,10 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Scrape targets and layout problems from the serving topology (monitoring_targets)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as mt

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Playing the router for one chosen prefill/decode pair."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import threading
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpResult

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Which workers a roll takes, in which order, and which it refuses to drain."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.roll import plan_lines, roll_plan, roll_report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from serving_support import TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position

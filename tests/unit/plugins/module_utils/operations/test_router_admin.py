@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Taking workers out of a PD router and back, against a fake router that answers like sglang-router 0.3.2."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import router_admin as ra

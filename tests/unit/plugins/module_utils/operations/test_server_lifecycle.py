@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Restarting one server unit and timing it until ready, with a scripted systemctl/journalctl and HTTP client."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import json
 
 import pytest

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What a host runs and keeps (fingerprints, versioned venvs, links) and the upgrade preflight, on a fake tree."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import os
 
 import pytest

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """A worker is idle when its own in-flight gauges read 0 twice in a row, read from a fake /metrics."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import worker_metrics as wm

@@ -4,10 +4,6 @@
 """Command lines (module_utils/serving/cmdline.py): every flag of the server's and the router's line, with the
 condition that adds or drops it, and the exact lines of the shipped inventories."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import argparse
 import os
 import sys

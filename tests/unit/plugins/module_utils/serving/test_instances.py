@@ -4,10 +4,6 @@
 """Instances (module_utils/serving/instances.py): defaults, every shape problem, and the problems between the
 instances of one host."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 import pytest

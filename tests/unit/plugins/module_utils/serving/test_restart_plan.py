@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Why a unit restarts, from the real unit and env file texts of the serving model."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import copy
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import restart_plan as rp

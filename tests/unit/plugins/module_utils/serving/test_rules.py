@@ -4,10 +4,6 @@
 """The preflight's rules (module_utils/serving/rules.py): the model settings, and judge() of one host against
 observed data, rule by rule; what was not observed is not judged."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 import pytest

@@ -4,10 +4,6 @@
 """The serving topology (module_utils/serving/topology.py): the shipped inventories, address resolution, the
 static cross-host problems and the defaults, against the contract of docs TOPOLOGY."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 import pytest

@@ -5,10 +5,6 @@
 the ExecStart= line read back the way systemd splits it, which must give exactly the launch words and the argv
 that sglang_flag_check checked."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

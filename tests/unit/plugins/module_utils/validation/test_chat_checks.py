@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The pure chat checks of validate_chat: each cause comes from the answer shape it names."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import json
 
 import pytest

@@ -2,9 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """wait_ready's probes and waiting logic, with a scripted HTTP client and systemd."""
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import json
 import os
 import subprocess
