@@ -65,6 +65,26 @@ if [[ $force == --force || ! -s $tarball ]]; then
     "$rootfs"/etc/systemd/system/sockets.target.wants/ssh.socket \
     "$rootfs"/etc/systemd/system/sshd.service "$rootfs"/etc/ssh/ssh_host_*
   sed -i 's/^session\s\+required\s\+pam_loginuid\.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
+  # Outside a container systemd makes / a shared mount at boot; inside one it leaves podman's private
+  # propagation, and then a service's credentials (LoadCredential=, the router's keys) are mounted where the
+  # service cannot see them: "Permission denied" for a non-root User= (systemd/systemd#38103). Do at boot what
+  # systemd does on a real host.
+  cat >"$rootfs/etc/systemd/system/pdserve-shared-root.service" <<'UNIT'
+[Unit]
+Description=Shared mount propagation for / (as systemd sets it up outside containers)
+DefaultDependencies=no
+Before=sysinit.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/mount --make-rshared /
+
+[Install]
+WantedBy=sysinit.target
+UNIT
+  mkdir -p "$rootfs/etc/systemd/system/sysinit.target.wants"
+  ln -sf ../pdserve-shared-root.service "$rootfs/etc/systemd/system/sysinit.target.wants/pdserve-shared-root.service"
 # recipe-end
   say "packing $tarball"
   tar --numeric-owner --one-file-system -C "$rootfs" -czf "$tarball.partial" .
