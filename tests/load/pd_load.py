@@ -59,6 +59,7 @@ class LoadConfig:
     thinking: bool = True
     timeout: float = 120.0
     api_key: str = ""
+    admin_key: str = ""      # the router's control-plane key: GET /workers answers 401 to the client key
     watch_workers: bool = False
     watch_interval: float = 0.2
     seed: int = 0
@@ -241,13 +242,15 @@ async def run_load(config):
     # One connection per client plus the watcher; no connection reuse across a dead router.
     connector = aiohttp.TCPConnector(limit=config.concurrency + 1, force_close=True)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
-        watcher = asyncio.create_task(_watch(config, state, session, headers)) if config.watch_workers else None
+        admin = {"Authorization": "Bearer " + config.admin_key} if config.admin_key else headers
+        watcher = asyncio.create_task(_watch(config, state, session, admin)) if config.watch_workers else None
         await asyncio.gather(*(_client(i, config, state, session, headers) for i in range(config.concurrency)))
         state["stopped"] = True
         if watcher is not None:
             await watcher
     records = [dataclasses.asdict(r) for r in sorted(state["records"], key=lambda r: r.index)]
-    return {"config": dict(dataclasses.asdict(config), api_key="***" if config.api_key else ""),
+    return {"config": dict(dataclasses.asdict(config), api_key="***" if config.api_key else "",
+                           admin_key="***" if config.admin_key else ""),
             "started": started, "finished": time.time(), "records": records, "events": state["events"],
             "summary": summarize(records, state["events"])}
 
@@ -356,7 +359,10 @@ def parse_args(argv=None):
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--no-thinking", action="store_true", help="do not ask for thinking")
     parser.add_argument("--timeout", type=float, default=120.0, help="per request, seconds")
-    parser.add_argument("--api-key-env", default="", help="name of an environment variable holding the API key")
+    # Keys come from files (the router's own credential files, read as root): never on a command line.
+    parser.add_argument("--api-key-file", default="", help="file holding the router's client API key")
+    parser.add_argument("--admin-key-file", default="",
+                        help="file holding the router's control-plane key (for --watch-workers' GET /workers)")
     parser.add_argument("--watch-workers", action="store_true", help="poll GET /workers and report health changes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stop-file", default="", help="end the load early once this file exists")
@@ -368,12 +374,20 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def _read_key(path):
+    """A key file's content without the line end; empty for no file."""
+    if not path:
+        return ""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
 def main(argv=None):
     args = parse_args(argv)
     config = LoadConfig(url=args.url, model=args.model, duration=args.duration, requests=args.requests,
                         concurrency=args.concurrency, stream_ratio=args.stream_ratio,
                         max_tokens=args.max_tokens, thinking=not args.no_thinking, timeout=args.timeout,
-                        api_key=os.environ.get(args.api_key_env, "") if args.api_key_env else "",
+                        api_key=_read_key(args.api_key_file), admin_key=_read_key(args.admin_key_file),
                         watch_workers=args.watch_workers, seed=args.seed, stop_file=args.stop_file)
     result = asyncio.run(run_load(config))
     if args.json_path:

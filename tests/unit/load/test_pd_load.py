@@ -26,11 +26,12 @@ COMPLETION = {"object": "chat.completion",
 
 
 class App:
-    """The aiohttp application and what it saw (``bodies``, ``polls`` of /workers)."""
+    """The aiohttp application and what it saw (``bodies``, ``polls`` of /workers, ``auth`` headers by path)."""
 
     def __init__(self):
         self.bodies = []
         self.polls = 0
+        self.auth = {}
         self.web = web.Application()
 
 
@@ -39,6 +40,7 @@ def make_app(mode, workers=None):
     app = App()
 
     async def chat(request):
+        app.auth.setdefault("chat", set()).add(request.headers.get("Authorization", ""))
         body = await request.json()
         app.bodies.append(body)
         if mode == "http_502":
@@ -65,7 +67,8 @@ def make_app(mode, workers=None):
         await resp.write_eof()
         return resp
 
-    async def list_workers(dummy_request):
+    async def list_workers(request):
+        app.auth.setdefault("workers", set()).add(request.headers.get("Authorization", ""))
         app.polls += 1
         states = workers or []
         current = states[min(app.polls - 1, len(states) - 1)] if states else []
@@ -243,3 +246,20 @@ def test_command_line_writes_json_and_judges(tmp_path, capsys):
     assert set(data) == {"config", "started", "finished", "records", "events", "summary"}
     assert data["summary"]["failures"] == {"http_502": 2}
     assert "requests 2 (non-streaming 1, streaming 1): ok 0, failed 2" in capsys.readouterr().out
+
+
+def test_keys_come_from_files_and_never_reach_the_record(tmp_path):
+    """The client key for requests, the control-plane key for GET /workers (it answers 401 to the client key)."""
+    client, admin = tmp_path / "client", tmp_path / "admin"
+    client.write_text("client-secret\n")
+    admin.write_text("admin-secret")
+    args = pd_load.parse_args(["--url", "http://x", "--model", "m", "--api-key-file", str(client),
+                               "--admin-key-file", str(admin)])
+    assert pd_load._read_key(args.api_key_file) == "client-secret"
+    assert pd_load._read_key(args.admin_key_file) == "admin-secret" and pd_load._read_key("") == ""
+    result, app = run("ok", workers=[[]], requests=4, watch_workers=True, api_key="client-secret",
+                      admin_key="admin-secret")
+    assert app.auth["chat"] == {"Bearer client-secret"} and app.auth["workers"] == {"Bearer admin-secret"}
+    text = json.dumps(result)
+    assert "client-secret" not in text and "admin-secret" not in text
+    assert result["config"]["api_key"] == "***" and result["config"]["admin_key"] == "***"
