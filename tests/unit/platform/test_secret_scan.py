@@ -1,0 +1,55 @@
+# Copyright: (c) 2026, pdserve.sglang developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""tests/platform/secret_scan.py: it finds a secret where one is, says where and never what."""
+
+import json
+import os
+import subprocess
+import sys
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "platform", "secret_scan.py")
+SECRET = "s3cret-Key-0123456789"
+
+
+def scan(args, secrets):
+    proc = subprocess.run([sys.executable, SCRIPT] + args, input=json.dumps(secrets), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout
+
+
+def test_files_mode_names_the_file_and_the_index_never_the_secret(tmp_path):
+    clean, dirty = tmp_path / "clean.log", tmp_path / "dirty.log"
+    clean.write_text("ok: [router] => (item=***)\n")
+    dirty.write_text("changed: [router] => {\"api_key\": \"%s\"}\n" % SECRET)
+    rc, out = scan(["files", str(clean), str(dirty)], ["another-secret-xx", SECRET])
+    result = json.loads(out)
+    assert rc == 0 and result["hits"] == [{"where": str(dirty), "secret": 1}]
+    assert result["scanned"] == {"secrets": 2, "files": 2}
+    assert SECRET not in out
+
+
+def test_world_readable_files_only_and_processes(tmp_path):
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import secret_scan  # pylint: disable=import-outside-toplevel
+    (tmp_path / "open").write_text(SECRET)
+    private = tmp_path / "private"
+    private.write_text(SECRET)
+    private.chmod(0o600)
+    (tmp_path / "open").chmod(0o644)
+    hits, count = secret_scan.scan_files([str(tmp_path)], [SECRET.encode()])
+    assert hits == [{"where": str(tmp_path / "open"), "secret": 0}] and count == 1
+    # A process with the secret on its command line is found (this one's child).
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", SECRET])
+    try:
+        hits, count = secret_scan.scan_processes([SECRET.encode()])
+        assert {"where": "command line of pid %d" % child.pid, "secret": 0} in hits and count > 1
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_refuses_to_look_for_nothing(tmp_path):
+    rc, out = scan(["files", str(tmp_path)], ["short"])
+    assert rc == 2 and "nothing to look for" in out
+    rc, out = scan(["files", str(tmp_path / "absent")], [SECRET])
+    assert rc == 2 and "no such file" in out
