@@ -86,7 +86,7 @@ def _router(inventory_host, hv, address, problems, defaults):
 
 
 _KEY_FIX = ("let Ansible make one on the controller: %s: \"{{ lookup('ansible.builtin.password', inventory_dir "
-            "~ '/credentials/%s', length=40, chars=['ascii_letters', 'digits']) }}\" (README \"Router keys\")")
+            "~ '/.credentials/%s', length=40, chars=['ascii_letters', 'digits']) }}\" (README \"Router keys\")")
 
 
 def _router_auth(inventory_host, hv, router, problems):

@@ -179,7 +179,7 @@ def test_router_unit_files_refuse_an_inventory_with_problems():
         "- host edge: sglang_router_api_key: is empty, but the router listens on 0.0.0.0:0, reachable from other hosts: without "
         "a key anyone who reaches the port can use the model and register workers of their own (sglang-router answers POST "
         "/workers); let Ansible make one on the controller: sglang_router_api_key: \"{{ lookup('ansible.builtin.password', "
-        "inventory_dir ~ '/credentials/router-api-key', length=40, chars=['ascii_letters', 'digits']) }}\" (README \"Router "
+        "inventory_dir ~ '/.credentials/router-api-key', length=40, chars=['ascii_letters', 'digits']) }}\" (README \"Router "
         "keys\"), and the same for sglang_router_control_plane_api_key; or bind sglang_router_host to 127.0.0.1; or, for a "
         "network you trust, set sglang_router_allow_unauthenticated: true",
         "- host edge: sglang_prefill_instances: the router has no prefill worker: no host of group sglang_prefill defines "
