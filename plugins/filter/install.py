@@ -4,7 +4,7 @@
 """Filter of the sglang_install role: a thin wrapper over plugins/module_utils/install/plan.py."""
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan, profile
+from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan, profile, unmet_requirements
 
 
 def install_plan(facts, host, settings):
@@ -26,8 +26,17 @@ def install_profile(settings, name, router_venv, router_version):
         raise AnsibleFilterError(str(exc))
 
 
+def pip_unmet(requirements, facts):
+    """The requirements the venv does not meet yet (see pip_unmet.yml)."""
+    if not isinstance(requirements, list):
+        raise AnsibleFilterError("pip_unmet: input must be a list of requirements, got %r" % (requirements,))
+    if facts is not None and not isinstance(facts, dict):
+        raise AnsibleFilterError("pip_unmet: facts must be the result of pdserve.sglang.install_facts, got %r" % (facts,))
+    return unmet_requirements([str(r) for r in requirements], dict((facts or {}).get("venv_packages") or {}))
+
+
 class FilterModule(object):
     """pdserve.sglang filters of the install layer."""
 
     def filters(self):
-        return {"install_plan": install_plan, "install_profile": install_profile}
+        return {"install_plan": install_plan, "install_profile": install_profile, "pip_unmet": pip_unmet}

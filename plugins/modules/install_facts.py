@@ -77,6 +77,12 @@ options:
     type: list
     elements: str
     default: []
+  venv_python:
+    description:
+      - The interpreter of an existing venv, asked once for every distribution it holds (RV(venv_packages)). A venv
+        that does not exist (or cannot answer) returns none.
+    type: path
+    version_added: 0.4.0
 notes:
   - Needs only the Python standard library on the managed host.
 seealso:
@@ -225,6 +231,14 @@ users:
   returned: always
   type: dict
   sample: {sglang: {exists: true, uid: 998, home: /var/lib/sglang}}
+venv_packages:
+  description:
+    - "C({name: version}) of every distribution installed in the venv of O(venv_python), as its metadata spells the
+      name; empty without O(venv_python) or when that venv does not exist."
+  returned: always
+  type: dict
+  sample: {"sglang-router": "0.3.2"}
+  version_added: 0.4.0
 ansible_facts:
   description: The same values under one fact.
   returned: always
@@ -250,6 +264,7 @@ def argument_spec():
         )),
         paths=dict(type="list", elements="path", default=[]),
         users=dict(type="list", elements="str", default=[]),
+        venv_python=dict(type="path"),
     )
 
 
@@ -263,7 +278,8 @@ def run_module():
     def which(name):
         return module.get_bin_path(name)
 
-    facts = gather(run, which, params["python"], params["cuda_home"], params["disk"], params["paths"], params["users"])
+    facts = gather(run, which, params["python"], params["cuda_home"], params["disk"], params["paths"], params["users"],
+                   params["venv_python"])
     module.exit_json(changed=False, ansible_facts={"pdserve_install": facts}, **facts)
 
 

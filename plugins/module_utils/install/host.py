@@ -39,6 +39,17 @@ print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "full_version": "%d
                   "venv": has_venv, "libc": [libc[0], libc[1]], "machine": platform.machine()}))
 """
 
+# Asked of the venv's own interpreter: every installed distribution and its version (pip's view, without pip's
+# start-up cost), so that a rerun whose pins are all met does not hand the venv to pip at all.
+VENV_PACKAGES_PROBE = r"""
+import json
+try:
+    from importlib import metadata
+except ImportError:
+    import importlib_metadata as metadata
+print(json.dumps({(d.metadata["Name"] or ""): d.version for d in metadata.distributions()}))
+"""
+
 # Where a UCX installed from source or a vendor package puts libucp when ldconfig does not know it.
 LIBUCP_GLOBS = ("/usr/lib/*/libucp.so*", "/usr/lib/libucp.so*", "/usr/local/lib/libucp.so*",
                 "/usr/local/ucx/lib/libucp.so*", "/opt/ucx*/lib/libucp.so*")
@@ -175,8 +186,23 @@ def user_info(names: Iterable[str]) -> Dict[str, Dict[str, Any]]:
     return result
 
 
+def venv_packages(run: Callable[..., Any], venv_python: Optional[str]) -> Dict[str, str]:
+    """``{name: version}`` of what the venv holds; empty when there is no venv (or it cannot answer: pip decides)."""
+    if not venv_python or not (os.path.isfile(venv_python) and os.access(venv_python, os.X_OK)):
+        return {}
+    rc, out, _err = run([venv_python, "-c", VENV_PACKAGES_PROBE])
+    try:
+        data = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {}
+    except (ValueError, IndexError):
+        data = {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(name): str(version) for name, version in data.items() if name}
+
+
 def gather(run: Callable[..., Any], which: Callable[[str], Optional[str]], python: str, cuda_home: Optional[str],
-           disk_entries: List[Dict[str, Any]], paths: Iterable[str], users: Iterable[str]) -> Dict[str, Any]:
+           disk_entries: List[Dict[str, Any]], paths: Iterable[str], users: Iterable[str],
+           venv_python: Optional[str] = None) -> Dict[str, Any]:
     """Everything at once: the facts the install role decides and judges with."""
     py, libc, machine = python_info(run, python)
     if not libc["name"]:
@@ -194,4 +220,5 @@ def gather(run: Callable[..., Any], which: Callable[[str], Optional[str]], pytho
         "disk": disk(disk_entries),
         "paths": path_info(paths),
         "users": user_info(users),
+        "venv_packages": venv_packages(run, venv_python),
     }

@@ -362,6 +362,34 @@ def directories_to_fix(s: Dict[str, Any], facts: Dict[str, Any], wanted: List[Di
     return fix
 
 
+# name==version and nothing else: the only requirement whose being met can be read from the installed versions
+# alone. Extras, ranges, URLs and markers are left to pip.
+_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.!+_-]+)")
+
+
+def _canonical(name: str) -> str:
+    """PEP 503's normalised project name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def unmet_requirements(requirements: List[str], installed: Dict[str, str]) -> List[str]:
+    """Those of ``requirements`` that the venv's installed versions do not meet, in their order. A pin without a
+    local label (``torch==2.9.1``) is met by that version with any local label (``2.9.1+cu130``), as PEP 440 says;
+    whatever is not a plain pin is unmet (pip judges it)."""
+    versions = {_canonical(str(name)): str(version) for name, version in (installed or {}).items()}
+    unmet = []
+    for requirement in requirements or []:
+        match = _PIN.fullmatch(str(requirement))
+        have = versions.get(_canonical(match.group(1))) if match else None
+        if have is None:
+            unmet.append(requirement)
+            continue
+        want = match.group(2)
+        if have != want and not ("+" not in want and have.split("+", 1)[0] == want):
+            unmet.append(requirement)
+    return unmet
+
+
 def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """Decisions and problems; see the module docstring."""
     s = dict(settings or {})

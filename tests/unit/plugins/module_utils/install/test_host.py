@@ -136,7 +136,8 @@ def test_path_and_user_info(tmp_path):
 def test_gather_has_every_key(tmp_path):
     facts = H.gather(run, no_tools, sys.executable, str(tmp_path), [{"name": "venv", "path": str(tmp_path / "v"), "min_free_gb": 0}],
                      [str(tmp_path)], ["root"])
-    assert sorted(facts) == ["cc", "cuda", "disk", "git", "libc", "machine", "paths", "python", "ucx", "users"]
+    assert sorted(facts) == ["cc", "cuda", "disk", "git", "libc", "machine", "paths", "python", "ucx", "users",
+                            "venv_packages"]
     assert facts["git"] == "" and facts["cc"] == "" and facts["cuda"]["nvcc"] == ""
     assert facts["disk"][0]["ok"] is True
 
@@ -145,3 +146,19 @@ def test_gather_falls_back_to_this_interpreters_libc(tmp_path):
     facts = H.gather(run, no_tools, str(tmp_path / "python-absent"), "", [], [], [])
     assert facts["python"]["found"] is False
     assert facts["libc"]["name"] in ("glibc", "") and facts["machine"] == os.uname()[4]
+
+
+def test_venv_packages_of_a_real_venv(tmp_path):
+    """This interpreter's own distributions (pytest is one of them), read like a venv's."""
+    found = H.venv_packages(run, sys.executable)
+    assert found.get("pytest", found.get("Pytest")) not in (None, "")
+    assert H.gather(run, no_tools, sys.executable, "", [], [], [], venv_python=sys.executable)["venv_packages"] == found
+
+
+def test_venv_packages_of_no_venv_or_a_broken_one(tmp_path):
+    assert H.venv_packages(run, None) == {}
+    assert H.venv_packages(run, str(tmp_path / "venv" / "bin" / "python")) == {}
+    assert H.venv_packages(run, script(tmp_path, "python", "exit 1")) == {}
+    assert H.venv_packages(run, script(tmp_path, "python2", "echo not json")) == {}
+    assert H.venv_packages(run, script(tmp_path, "python3", "echo '[1, 2]'")) == {}
+    assert H.venv_packages(run, script(tmp_path, "python4", 'echo \'{"a-b": "1.0", "": "2"}\'')) == {"a-b": "1.0"}

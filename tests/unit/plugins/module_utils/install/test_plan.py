@@ -326,3 +326,43 @@ def test_unknown_profile_and_the_filter():
         F.install_profile(SETTINGS, "x", "/r", "1")
     with pytest.raises(AnsibleFilterError, match="mapping"):
         F.install_profile(["x"], "router", "/r", "1")
+
+
+INSTALLED = {"sglang-router": "0.3.2", "torch": "2.9.1+cu130", "Prometheus_Client": "0.26.0", "sglang": "0.5.23"}
+
+
+@pytest.mark.parametrize("requirement", ["sglang-router==0.3.2", "torch==2.9.1", "torch==2.9.1+cu130",
+                                         "prometheus-client==0.26.0", "prometheus.client==0.26.0", "SGLang==0.5.23"])
+def test_pins_met_by_the_installed_versions(requirement):
+    assert P.unmet_requirements([requirement], INSTALLED) == []
+
+
+@pytest.mark.parametrize("requirement", [
+    "sglang-router==0.3.1",          # another version
+    "torch==2.9.1+cu128",            # another local label
+    "uvicorn==0.54.0",               # not installed
+    "sglang[all]==0.5.23",           # extras: pip knows whether their dependencies are there
+    "sglang-router>=0.3.2",          # a range
+    "sglang-router",                 # no version
+    "sglang-router==0.3.2; python_version > '3'",
+    "nixl @ file:///wheels/nixl.whl",
+    "sglang-router==0.3.2\n",
+])
+def test_whatever_is_not_a_met_pin_is_left_to_pip(requirement):
+    assert P.unmet_requirements([requirement], INSTALLED) == [requirement]
+
+
+def test_unmet_keeps_the_order_and_an_empty_venv_meets_nothing():
+    wanted = ["torch==2.9.1", "uvicorn==0.54.0", "sglang-router==0.3.2", "fastapi==0.165.0"]
+    assert P.unmet_requirements(wanted, INSTALLED) == ["uvicorn==0.54.0", "fastapi==0.165.0"]
+    assert P.unmet_requirements(wanted, {}) == wanted
+    assert P.unmet_requirements([], {}) == []
+
+
+def test_pip_unmet_filter_reads_install_facts():
+    assert F.pip_unmet(["sglang-router==0.3.2", "x==1"], {"venv_packages": INSTALLED}) == ["x==1"]
+    assert F.pip_unmet(["x==1"], None) == ["x==1"]
+    with pytest.raises(AnsibleFilterError, match="list of requirements"):
+        F.pip_unmet("x==1", {})
+    with pytest.raises(AnsibleFilterError, match="install_facts"):
+        F.pip_unmet([], "facts")
