@@ -39,8 +39,10 @@ def test_world_readable_files_only_and_processes(tmp_path):
     hits, count = secret_scan.scan_files([str(tmp_path)], [SECRET.encode()])
     assert hits == [{"where": str(tmp_path / "open"), "secret": 0}] and count == 1
     # A process with the secret on its command line is found (this one's child).
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", SECRET])
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time; print(flush=True); time.sleep(30)", SECRET],
+                             stdout=subprocess.PIPE)
     try:
+        child.stdout.readline()  # it runs: its command line is in place
         hits, count = secret_scan.scan_processes([SECRET.encode()])
         assert {"where": "command line of pid %d" % child.pid, "secret": 0} in hits and count > 1
     finally:
