@@ -22,9 +22,13 @@ MODEL = "deepseek-v4-flash"
 QUESTIONS = ["What is 17*23? Number only.", "What is 6*7?", "Tell me about yourself.", "What is 120/4?"]
 
 
-def http(method, url, body=None, timeout=30):
+# The router's client key (--api-key-file): the router answers 401 without it.
+ROUTER_HEADERS = {}
+
+
+def http(method, url, body=None, timeout=30, headers=None):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=data, method=method, headers=dict({"Content-Type": "application/json"}, **(headers or {})))
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, resp.read().decode()
@@ -39,7 +43,7 @@ def chat(router, index):
             "max_tokens": 32, "stream": index % 2 == 1}
     if index % 3 == 0:
         body["chat_template_kwargs"] = {"thinking": True}
-    status, text = http("POST", router + "/v1/chat/completions", body)
+    status, text = http("POST", router + "/v1/chat/completions", body, headers=ROUTER_HEADERS)
     ok = status == 200 and ("[DONE]" in text if body["stream"] else '"choices"' in text) and '"error"' not in text
     return {"status": status, "stream": body["stream"], "ok": ok}
 
@@ -196,6 +200,7 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("traffic")
     p.add_argument("--router", required=True)
+    p.add_argument("--api-key-file", help="file holding the router's client key (read as root: no key on argv)")
     p.add_argument("--prefill", required=True)
     p.add_argument("--decode", required=True)
     p.add_argument("--requests", type=int, default=24)
@@ -221,6 +226,7 @@ def main(argv=None):
     p.add_argument("expect", nargs="+", help='label selectors of ALERTS, e.g. alertname="SGLangServerDown"')
     p = sub.add_parser("all")
     p.add_argument("--router", required=True)
+    p.add_argument("--api-key-file", help="file holding the router's client key (read as root: no key on argv)")
     p.add_argument("--prefill", required=True)
     p.add_argument("--decode", required=True)
     p.add_argument("--requests", type=int, default=24)
@@ -234,6 +240,9 @@ def main(argv=None):
     p = sub.add_parser("last-reload")
     p.add_argument("--prometheus", default="http://127.0.0.1:9090")
     args = parser.parse_args(argv)
+    if getattr(args, "api_key_file", None):
+        with open(args.api_key_file, encoding="utf-8") as handle:
+            ROUTER_HEADERS["Authorization"] = "Bearer " + handle.read().strip()
     if args.command == "all":
         args.sources = [args.dashboards, args.rules]
     out, good = {"all": everything, "last-reload": last_reload, "traffic": traffic, "counters": counters, "panels": panels, "names": names,
