@@ -137,7 +137,7 @@ def test_gather_has_every_key(tmp_path):
     facts = H.gather(run, no_tools, sys.executable, str(tmp_path), [{"name": "venv", "path": str(tmp_path / "v"), "min_free_gb": 0}],
                      [str(tmp_path)], ["root"])
     assert sorted(facts) == ["cc", "cuda", "disk", "git", "libc", "machine", "paths", "python", "ucx", "users",
-                            "venv_packages"]
+                             "venv_packages"]
     assert facts["git"] == "" and facts["cc"] == "" and facts["cuda"]["nvcc"] == ""
     assert facts["disk"][0]["ok"] is True
 
