@@ -89,13 +89,18 @@ options:
     type: dict
   router_settings:
     description:
-      - The same for the router role's settings (its C(_sglang_router_settings) without the API key), judged on a host
-        that runs a router.
+      - The same for the router role's settings (its C(_sglang_router_settings) without its two keys), judged on a
+        host that runs a router.
     type: dict
   router_api_key:
     description:
       - The router's API key, judged with O(router_settings); no problem message or output shows it.
     type: str
+  router_control_plane_api_key:
+    description:
+      - The router's control-plane key, judged with O(router_settings); no problem message or output shows it.
+    type: str
+    version_added: 0.4.0
   users:
     description:
       - Service users whose sockets count as this collection's own when C(/proc) does not show a socket's process.
@@ -258,6 +263,7 @@ def argument_spec():
         server_settings=dict(type="dict"),
         router_settings=dict(type="dict"),
         router_api_key=dict(type="str", no_log=True),
+        router_control_plane_api_key=dict(type="str", no_log=True),
         users=dict(type="list", elements="str", default=["sglang"]),
         paths=dict(type="list", elements="dict", default=[], options=dict(
             var=dict(type="str", required=True),
@@ -324,8 +330,10 @@ def run_module():
     entry, _mine = host_part(topology, host)
     instances = entry["prefill"] + entry["decode"]
     router_settings = params["router_settings"]
-    if router_settings is not None and params["router_api_key"]:
-        router_settings = dict(router_settings, api_key=params["router_api_key"])
+    if router_settings is not None:
+        # The keys travel apart, as no_log options: inside router_settings -vvv and the host's journal would show them.
+        keys = {"api_key": params["router_api_key"], "control_plane_api_key": params["router_control_plane_api_key"]}
+        router_settings = dict(router_settings, **dict((k, v) for k, v in keys.items() if v))
     if params["scope"] == "settings":
         problems = []
         if instances:

@@ -381,3 +381,14 @@ def test_real_host_that_serves_nothing_reads_nothing(env, run, local, monkeypatc
     result, failed = run({"host": "monitor-1", "topology": topology, "model": model})
     assert failed is False, result
     assert result["problems"] == [] and result["skipped"] == [] and result["instances"] == [] and result["router"] is False
+
+
+def test_the_router_keys_travel_as_no_log_options_only():
+    """-vvv prints a module's arguments and the host's journal logs them, but masks no_log options: the router role
+    passes its two keys only as these (roles/sglang_router/tasks/preflight.yml takes them out of router_settings)."""
+    spec = serving_preflight.argument_spec()
+    assert spec["router_api_key"].get("no_log") is True
+    assert spec["router_control_plane_api_key"].get("no_log") is True
+    tasks = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_router", "tasks",
+                              "preflight.yml"), encoding="utf-8").read()
+    assert "rejectattr('key', 'in', ['api_key', 'control_plane_api_key'])" in tasks
