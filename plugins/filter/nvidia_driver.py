@@ -22,9 +22,9 @@ def nvidia_driver_plan(settings):
         raise AnsibleFilterError("nvidia_driver_plan: %s" % to_text(exc))
 
 
-def openpgp_fingerprints(key_text):
+def openpgp_fingerprints(key_text, primary_only=False):
     try:
-        return openpgp.fingerprints(to_text(key_text))
+        return openpgp.fingerprints(to_text(key_text), primary_only=bool(primary_only))
     except openpgp.OpenPGPError as exc:
         raise AnsibleFilterError("openpgp_fingerprints: %s" % to_text(exc))
 

@@ -93,11 +93,13 @@ def _packets(data):
         pos += length
 
 
-def fingerprints(text):
-    """Upper-case hex fingerprints of the primary keys and subkeys in an armored key, in order."""
+def fingerprints(text, primary_only=False):
+    """Upper-case hex fingerprints of the primary keys and subkeys in an armored key, in order; with
+    ``primary_only`` those of the primary keys alone (one per key a file holds, what apt would trust)."""
     result = []
+    wanted = (PUBLIC_KEY,) if primary_only else (PUBLIC_KEY, PUBLIC_SUBKEY)
     for tag, body in _packets(dearmor(text)):
-        if tag not in (PUBLIC_KEY, PUBLIC_SUBKEY):
+        if tag not in wanted:
             continue
         version = bytearray(body)[0]
         if version != 4:

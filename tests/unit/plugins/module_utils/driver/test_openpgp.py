@@ -51,3 +51,13 @@ def test_a_damaged_key_fails_its_checksum():
 def test_unreadable_keys(text, message):
     with pytest.raises(openpgp.OpenPGPError, match=message):
         openpgp.fingerprints(text)
+
+
+def test_primary_only_lists_one_fingerprint_per_key_so_an_extra_key_shows():
+    """A key with a subkey is one key; a file with a second key holds two (apt would trust both)."""
+    automatic = _key("debian-archive-bookworm-automatic.asc")
+    assert openpgp.fingerprints(automatic, primary_only=True) == ["B8B80B5B623EAB6AD8775C45B7C5D7D6350947F8"]
+    both = _key("debian-archive-bookworm-stable.asc") + automatic
+    assert openpgp.fingerprints(both, primary_only=True) == ["4D64FEC119C2029067D6E791F8D2585B8783D481",
+                                                             "B8B80B5B623EAB6AD8775C45B7C5D7D6350947F8"]
+    assert openpgp.fingerprints(both, primary_only=True) != ["4D64FEC119C2029067D6E791F8D2585B8783D481"]
