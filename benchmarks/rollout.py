@@ -223,8 +223,9 @@ def median_run(runs):
 
 # ---- multi-host stand ---------------------------------------------------------------------------
 
-def stand_inventory(work, state, hosts, n, args):
-    """inventories/multinode's layout (the multihost scenario's vars) with n prefill + n decode."""
+def stand_inventory(work, state, hosts, n, args, addresses=None):
+    """inventories/multinode's layout (the multihost scenario's vars) with n prefill + n decode; ``addresses``
+    ({container: address}, from ssh_stand.up) are the host firewall's peer addresses."""
     root = os.path.join(work, "mh-%d" % n)
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(os.path.join(STAND_VARS, "group_vars"), os.path.join(root, "group_vars"))
@@ -240,6 +241,10 @@ def stand_inventory(work, state, hosts, n, args):
                      "ansible_python_interpreter": "/usr/bin/python3"}}}, handle)
     shutil.copy(os.path.join(ROOT, "inventories", "multinode", "host_vars", "router-1.yml"),
                 os.path.join(root, "host_vars", router + ".yml"))
+    addresses = addresses or {}
+    if router in addresses:
+        with open(os.path.join(root, "host_vars", router + ".yml"), "a", encoding="utf-8") as handle:
+            handle.write("sglang_firewall_host_addresses: [%s]\n" % addresses[router])
     for host, mode, base_port, bootstrap, dist_init, delay in (
             (prefill, "prefill", 30000, 8998, 30335, args.prefill_delay),
             (decode, "decode", 30002, None, 30435, args.decode_delay)):
@@ -251,13 +256,14 @@ def stand_inventory(work, state, hosts, n, args):
                 inst["bootstrap_port"] = bootstrap + i
             instances.append(inst)
         with open(os.path.join(root, "host_vars", host + ".yml"), "w", encoding="utf-8") as handle:
-            yaml.safe_dump({"sglang_server_host": host, "sglang_%s_instances" % mode: instances}, handle)
+            yaml.safe_dump({"sglang_server_host": host, "sglang_%s_instances" % mode: instances,
+                            "sglang_firewall_host_addresses": [addresses[host]] if host in addresses else []}, handle)
     return root
 
 
 def multihost_part(work, state, args):
     hosts = ["pdserve-bench-mh-router", "pdserve-bench-mh-prefill", "pdserve-bench-mh-decode"]
-    ssh_stand.up(state, NETWORK, hosts, image=args.image)
+    addresses = ssh_stand.up(state, NETWORK, hosts, image=args.image)
     with open(os.path.join(ROOT, "inventories", "multinode", "group_vars", "all", "model.yml"), encoding="utf-8") as h:
         model = yaml.safe_load(h)
     with open(os.path.join(STAND_VARS, "group_vars", "all", "stand.yml"), encoding="utf-8") as h:
@@ -270,7 +276,7 @@ def multihost_part(work, state, args):
     site = os.path.join(ROOT, "site.yml")
     runs = {}
     for n in (1, 4):
-        inventory = stand_inventory(work, state, hosts, n, args)
+        inventory = stand_inventory(work, state, hosts, n, args, addresses)
         if n == 1:
             runs["full-1"] = ansible("1P1D full cold rollout", inventory, site)
         for host in hosts:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Debian's Prometheus, node exporter and Alertmanager as a local apt repository in the machine cache,
+# Debian's Prometheus, node exporter and Alertmanager (and nftables) as a local apt repository in the machine cache,
 # plus promtool and amtool unpacked from it for the static tests (nothing is installed on this machine
 # and no Prometheus runs here). scripts/setup.sh calls it; safe to re-run.
 #
 #   ${PDSERVE_CACHE:-/var/cache/pdserve}/apt-monitoring/
-#     *.deb      the packages (and python3-apt) with their whole dependency closure (apt-get download), so an apt on a
+#     *.deb      the packages (and python3-apt, nftables) with their whole dependency closure (apt-get download), so an apt on a
 #                bare Debian 12 host without network can install them
 #     Packages   the index of a flat repository: deb [trusted=yes] file:<this directory> ./
 #     root/      prometheus and alertmanager unpacked (root/usr/bin/promtool, root/usr/bin/amtool)
@@ -15,10 +15,11 @@ set -euo pipefail
 
 PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 DEST=$PDSERVE_CACHE/apt-monitoring
-PACKAGES=(prometheus prometheus-node-exporter prometheus-alertmanager python3-apt)
+PACKAGES=(prometheus prometheus-node-exporter prometheus-alertmanager python3-apt nftables)
 # Debian 12's versions (the role is written for them); a stable update keeps the upstream version. python3-apt:
-# Ansible's apt module needs it on the host and installs it from the same repository when missing.
-EXPECT_UPSTREAM=(2.42.0 1.5.0 0.25.0 2.6.0)
+# Ansible's apt module needs it on the host and installs it from the same repository when missing. nftables: the
+# host firewall (pdserve.sglang.sglang_firewall) on the multi-host stand.
+EXPECT_UPSTREAM=(2.42.0 1.5.0 0.25.0 2.6.0 1.0.6)
 
 say() { printf 'apt-monitoring: %s\n' "$*"; }
 die() { printf 'apt-monitoring: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -48,7 +49,7 @@ fi
 
 mkdir -p "$DEST"
 start=$SECONDS
-# Every package the three need, recursively (alternatives included), so a bare host resolves offline.
+# Every package they need, recursively (alternatives included), so a bare host resolves offline.
 mapfile -t closure < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
   --no-breaks --no-replaces --no-enhances "${versions[@]}" 2>/dev/null | awk '/^[a-z0-9]/ {print $1}' | sort -u)
 ((${#closure[@]} > 3)) || die "could not resolve the dependencies of ${PACKAGES[*]}"

@@ -11,6 +11,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sglemu import cli  # noqa: E402
 
 
+def listen_like_tcpstore(port):
+    """A listening socket bound the way torch's TCPStore server binds (pytorch/pytorch#173909): the wildcard,
+    never the host it was given. torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp
+    (LibUVStoreDaemon::init, tryListen): first "::" dual-stack (uv_tcp_bind without UV_TCP_IPV6ONLY, so IPv4 too),
+    then "0.0.0.0"; libuv sets SO_REUSEADDR. A port another socket listens on fails both: the last error is raised."""
+    error = None
+    for family, host in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as exc:
+            error = exc
+            continue
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind((host, port))
+            sock.listen(16)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
 def main(argv=None):
     args = cli.parse_args(argv)
     logging.basicConfig(
@@ -21,15 +46,14 @@ def main(argv=None):
     from sglemu.app import Server, create_app
 
     log = logging.getLogger("sglang_emulator")
-    # SGLang's rank 0 binds --dist-init-addr for the torch.distributed rendezvous: two servers
-    # given the same address on one host fail at startup. Hold that port like it does.
+    # SGLang's rank 0 serves the torch.distributed rendezvous (c10d's TCPStore) on the port of
+    # --dist-init-addr: two servers given the same port on one host fail at startup. Hold that port
+    # like it does, on every interface, whatever host the flag names.
     rendezvous = None
     if args.dist_init_addr:
-        host, _sep, port = args.dist_init_addr.rpartition(":")
-        rendezvous = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET)
+        _host, _sep, port = args.dist_init_addr.rpartition(":")
         try:
-            rendezvous.bind((host.strip("[]") or "0.0.0.0", int(port)))
-            rendezvous.listen(16)
+            rendezvous = listen_like_tcpstore(int(port))
         except (OSError, ValueError) as exc:
             log.error("torch.distributed.DistNetworkError: The server socket has failed to listen "
                       "on any local network address. port: %s, %s (--dist-init-addr %s)",

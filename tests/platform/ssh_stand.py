@@ -117,6 +117,9 @@ def bootstrap(state, containers, timeout=60):
             handle.write("%s %s\n" % (name, " ".join(host_key)))
     with open(os.path.join(state, "config"), "w", encoding="utf-8") as handle:
         handle.write(ssh_config(state, hosts))
+    # {name: address}: what an inventory needs where a host must be known by address (the host firewall's peers).
+    with open(os.path.join(state, "addresses.json"), "w", encoding="utf-8") as handle:
+        json.dump(hosts, handle, sort_keys=True)
     deadline = time.monotonic() + timeout
     for name in containers:
         while True:
@@ -158,7 +161,8 @@ def create_containers(network, containers, image=IMAGE, wheelhouse=None):
     for name in containers:
         run(["podman", "rm", "-f", "-t", "0", name], check=False)
         run(["podman", "run", "-d", "--name", name, "--hostname", name, "--network", network,
-             "--systemd=always", "--cap-add", "SYS_ADMIN",
+             # NET_ADMIN: the host firewall (pdserve.sglang.sglang_firewall) loads its nftables table.
+             "--systemd=always", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN",
              "--ulimit", "nofile=%s:%s" % (nofile, nofile), "--ulimit", "nproc=32768:32768",
              "--label", "pdserve.stand=%s" % network,
              "-v", "%s:/opt/pdserve/wheelhouse:ro" % wheelhouse,

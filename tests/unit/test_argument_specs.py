@@ -73,8 +73,10 @@ def test_options_have_type_and_description(role):
     assert not bad, "%s: options without type or description: %s" % (role.name, bad)
 
 
-# Switches site.yml reads before it includes a role that cannot own them (they keep that role's name).
-SHARED_FOREIGN_NAMES = {"nvidia_driver_enabled"}
+# Switches site.yml reads before it includes a role that cannot own them, and the monitoring values the host firewall
+# reads too (they keep that role's name).
+SHARED_FOREIGN_NAMES = {"nvidia_driver_enabled", "monitoring_group", "monitoring_gpu_group", "monitoring_node_exporter_port",
+                        "monitoring_gpu_exporter_port"}
 
 
 @pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])

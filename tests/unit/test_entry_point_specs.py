@@ -29,8 +29,9 @@ JINJA = re.compile(r"\{\{.*?\}\}")
 # A name, not an attribute or plugin (after "."), nor a file the role ships (sglang_install_run.sh).
 NAME = re.compile(r"(?<![A-Za-z0-9_.])_*[A-Za-z][A-Za-z0-9_]*(?![A-Za-z0-9_]|\.(?:sh|py|ya?ml|j2|json)\b)")
 # Names a role's Python reads from every host's hostvars, and the private value through which an entry point reads
-# them (the filter monitoring_settings reads monitoring_exporter_host of each host).
-HOSTVARS = {"monitoring": ("_monitoring_settings", {"monitoring_exporter_host"})}
+# them (the filter monitoring_settings reads monitoring_exporter_host of each host; firewall_plan the peers' addresses).
+HOSTVARS = {"monitoring": ("_monitoring_settings", {"monitoring_exporter_host"}),
+            "sglang_firewall": ("_sglang_firewall_plan", {"sglang_firewall_host_addresses"})}
 
 
 def _load(path):
