@@ -18,7 +18,9 @@ description:
     GPU exporters) against the serving ports of that host and against each other, and looks at the listening sockets
     for processes other than the role's own units holding them.
   - It also checks the role's options that would fail later (a Grafana install without an admin password, empty
-    lists of .deb files, alert thresholds that are not numbers or durations).
+    lists of .deb files, alert thresholds that are not numbers or durations), and refuses a Prometheus that other
+    hosts would reach without a password (a non-loopback listen address without C(basic_auth_users), unless opted
+    out).
   - Returns every problem as C({host, variable, message, fix}) and fails listing all of them. Changes nothing.
 author:
   - pdserve.sglang developers (@pdserve)
@@ -50,7 +52,9 @@ options:
   options:
     description:
       - The role's install choices (C(prometheus_install), C(package_source), C(deb_files), C(gpu_exporter_source),
-        C(gpu_exporter_deb_files), C(grafana_source), C(grafana_admin_password_set), C(grafana_deb_file)) and
+        C(gpu_exporter_deb_files), C(grafana_source), C(grafana_admin_password_set), C(grafana_deb_file)), how
+        Prometheus listens and authenticates (C(prometheus_host), C(prometheus_basic_auth_users),
+        C(prometheus_client_auth_set), C(prometheus_allow_unauthenticated), booleans but the address) and
         C(own_units), the systemd units whose sockets count as the role's own, and C(own_users), the service users
         whose sockets count as the role's own when C(/proc) does not show a socket's process.
     type: dict

@@ -8,6 +8,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import r
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as monitoring_targets
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, unique
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import is_loopback
 
 OPTION_DEFAULTS = {
     "prometheus_install": "package",
@@ -20,6 +21,10 @@ OPTION_DEFAULTS = {
     "grafana_deb_file": "",
     "own_units": [],
     "own_uids": [],
+    "prometheus_host": "127.0.0.1",
+    "prometheus_basic_auth_users": False,
+    "prometheus_client_auth_set": False,
+    "prometheus_allow_unauthenticated": False,
 }
 
 
@@ -85,6 +90,8 @@ def _option_problems(host, settings, options, rule_params):
         problems.append(problem(host, "monitoring_gpu_exporter_deb_files",
                                 "is empty but monitoring_gpu_exporter_source is deb_files",
                                 "list datacenter-gpu-manager-exporter and datacenter-gpu-manager-4-core .deb files"))
+    if is_monitoring and options["prometheus_install"] != "none":
+        problems.extend(_prometheus_auth_problems(host, options))
     if is_monitoring and rule_params is not None:
         try:
             monitoring_rules.rule_groups(rule_params)
@@ -92,6 +99,27 @@ def _option_problems(host, settings, options, rule_params):
             text = str(exc)
             variable = text.split(" ", 1)[0] if text.startswith("monitoring_") else "monitoring_alert_*"
             problems.append(problem(host, variable, text, "correct the value in the inventory"))
+    return problems
+
+
+def _prometheus_auth_problems(host, options):
+    """Prometheus answers every query and its admin API to whoever reaches it: off loopback it wants basic auth,
+    and the role's own clients (the verify step, Grafana's datasource) then need the credentials."""
+    problems = []
+    if not is_loopback(options["prometheus_host"]) and not options["prometheus_basic_auth_users"] \
+            and not options["prometheus_allow_unauthenticated"]:
+        problems.append(problem(
+            host, "monitoring_prometheus_web_config",
+            "has no basic_auth_users but Prometheus listens on %s (monitoring_prometheus_host), where other hosts "
+            "reach it without a password" % options["prometheus_host"],
+            "add basic_auth_users (a bcrypt hash) and monitoring_prometheus_client_auth, keep "
+            "monitoring_prometheus_host on 127.0.0.1, or set monitoring_prometheus_allow_unauthenticated: true "
+            "for a network you trust"))
+    if options["prometheus_basic_auth_users"] and not options["prometheus_client_auth_set"]:
+        problems.append(problem(
+            host, "monitoring_prometheus_client_auth",
+            "is empty but monitoring_prometheus_web_config asks for basic auth: the verify step and Grafana would get 401",
+            "set {username, password} of one of the basic_auth_users (the password from a vault)"))
     return problems
 
 

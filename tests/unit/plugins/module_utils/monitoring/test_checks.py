@@ -109,10 +109,36 @@ def test_a_rule_error_names_its_variable_or_the_alert_variables():
     ({"gpu_exporter_source": "deb_files"}, "monitoring_gpu_exporter_deb_files"),
     ({"grafana_source": "deb_file", "grafana_admin_password_set": True}, "monitoring_grafana_deb_file"),
     ({"grafana_source": "apt_repo"}, "monitoring_grafana_admin_password"),
+    ({"prometheus_host": "0.0.0.0"}, "monitoring_prometheus_web_config"),
+    ({"prometheus_host": "10.0.0.5"}, "monitoring_prometheus_web_config"),
+    ({"prometheus_host": "::"}, "monitoring_prometheus_web_config"),
+    ({"prometheus_basic_auth_users": True}, "monitoring_prometheus_client_auth"),
 ])
 def test_option_problems(options, variable):
     problems = monitoring_checks.judge("box", ONE, ONE_SETTINGS, options)
     assert [p["variable"] for p in problems] == [variable]
+
+
+@pytest.mark.parametrize("options", [
+    {"prometheus_host": "127.0.0.1"},
+    {"prometheus_host": "::1"},
+    {"prometheus_host": "0.0.0.0", "prometheus_basic_auth_users": True, "prometheus_client_auth_set": True},
+    {"prometheus_host": "0.0.0.0", "prometheus_allow_unauthenticated": True},
+    # an existing Prometheus (install none) keeps its own flags: its listen address is not the role's
+    {"prometheus_host": "0.0.0.0", "prometheus_install": "none"},
+])
+def test_prometheus_off_loopback_wants_basic_auth_or_an_opt_out(options):
+    assert monitoring_checks.judge("box", ONE, ONE_SETTINGS, options) == []
+
+
+def test_an_open_prometheus_names_the_opt_out_and_the_address():
+    [found] = monitoring_checks.judge("box", ONE, ONE_SETTINGS, {"prometheus_host": "0.0.0.0"})
+    assert "listens on 0.0.0.0" in found["message"]
+    assert "monitoring_prometheus_allow_unauthenticated" in found["fix"]
+
+
+def test_prometheus_auth_concerns_only_the_monitoring_host():
+    assert monitoring_checks.judge("gpu", TWO, TWO_SETTINGS, {"prometheus_host": "0.0.0.0"}) == []
 
 
 def test_grafana_options_concern_only_the_monitoring_host():
