@@ -26,6 +26,15 @@ def test_no_path_contains_a_colon():
     assert not bad, "paths with ':' (build such trees at test time instead): %s" % bad[:10]
 
 
+def test_no_key_file_is_tracked():
+    """The password lookup's key files (README "Router keys") are made per checkout and never committed; under an
+    inventory directory a file that is not dot-named is also parsed as inventory (a key would become a host name)."""
+    inventory = re.compile(r"^(inventories|extensions/molecule/[^/]+/inventory)/")
+    bad = [path for path in _git_files() if inventory.match(path)
+           and (re.search(r"/\.?credentials/", path) or re.search(r"-(api-key|password|token)$", path))]
+    assert not bad, "key files in the repository (git rm them; .gitignore covers .credentials/): %s" % bad
+
+
 @pytest.mark.parametrize("capture", ["h200x1", "h200x2"])
 def test_sysfs_list_matches_the_captured_host(capture, gpu_sysfs, sysfs_tree):
     """The real captures' sysfs lists hold what host.txt recorded for each GPU's PCI device."""
