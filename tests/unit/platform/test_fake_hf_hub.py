@@ -71,6 +71,6 @@ def test_gated_without_the_token_and_404_elsewhere(hub):
     assert _get(url + "/api/models/org/tiny/revision/v2")[0] == 404
     assert _get(url + "/org/tiny/resolve/%s/missing.bin" % repository.commit)[0] == 404
     entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert [(e["status"], e["authorized"]) for e in entries] == [(401, False), (401, False), (404, True), (404, True),
-                                                                   (404, True)]
+    expected = [(401, False), (401, False), (404, True), (404, True), (404, True)]
+    assert [(e["status"], e["authorized"]) for e in entries] == expected
     assert TOKEN not in log.read_text(encoding="utf-8")
