@@ -186,7 +186,8 @@ def scrape_configs(found, settings=None):
             continue
         config = {"job_name": job}
         auth = {"node": settings["node_exporter"].get("scrape_auth"),
-                "gpu": settings["gpu_exporter"].get("scrape_auth")}.get(job) or {}
+                "gpu": settings["gpu_exporter"].get("scrape_auth"),
+                "prometheus": settings["prometheus"].get("scrape_auth")}.get(job) or {}
         if isinstance(auth, dict):
             config.update(auth)
         config["static_configs"] = [{"targets": [t["address"]], "labels": dict(sorted(t["labels"].items()))}

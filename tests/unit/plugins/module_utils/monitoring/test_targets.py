@@ -147,6 +147,15 @@ def test_scrape_configs_fix_sglang_names_and_carry_labels():
         {"targets": ["127.0.0.1:30000"], "labels": {"host": "box", "role": "prefill", "sglang_instance": "prefill"}}]
 
 
+def test_prometheus_scrapes_itself_with_its_own_credentials():
+    topo = build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS)
+    auth = {"basic_auth": {"username": "pdserve", "password": "p"}}
+    conf = settings(prometheus={"scrape_auth": auth})
+    by_job = dict((c["job_name"], c) for c in mt.scrape_configs(mt.targets(topo, "box", conf)[0], conf))
+    assert by_job["prometheus"]["basic_auth"] == auth["basic_auth"]
+    assert "basic_auth" not in by_job["node"] and "basic_auth" not in by_job["sglang-router"]
+
+
 def test_hand_made_topology_per_the_contract():
     """The function reads only the contract's keys (TOPOLOGY.md), not how the topology was built."""
     inst = {"name": "d0", "mode": "decode", "metrics": True, "inventory_host": "h2", "url": "http://[fd00::2]:30002",
