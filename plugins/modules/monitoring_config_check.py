@@ -52,6 +52,13 @@ options:
         type: list
         elements: str
         required: true
+  secret_values:
+    description:
+      - Secrets the texts hold (passwords, tokens). Kept out of the module's invocation log on the host (its journal)
+        and out of its results, as the texts themselves are arguments.
+    type: list
+    elements: str
+    default: []
 notes:
   - Needs only the Python standard library on the managed host.
 seealso:
@@ -108,6 +115,7 @@ def _check(module, item):
 def run_module():
     module = AnsibleModule(argument_spec=dict(
         host=dict(type="str", default="this host"),
+        secret_values=dict(type="list", elements="str", default=[], no_log=True),
         files=dict(type="list", elements="dict", required=True, options=dict(
             path=dict(type="path", required=True),
             content=dict(type="str", required=True),
