@@ -306,6 +306,14 @@ def _host_problems(host, s, facts, mode, items):
         found.append(problem(host, PREFIX + "user", "%s does not exist on %s, and sglang_install_create_user is false" % (
             s.get("user"), host), "create the user first (or set sglang_install_create_user to true)"))
 
+    build_facts = (facts.get("users") or {}).get(s.get("build_user"))
+    if (not truthy(s.get("create_user", True)) and needs_build_user(s, items) and build_facts is not None
+            and not build_facts.get("exists")):
+        found.append(problem(host, PREFIX + "build_user",
+                             "%s does not exist on %s, something is to be built or checked out, and sglang_install_create_user "
+                             "is false" % (s.get("build_user"), host),
+                             "create that unprivileged user (and its group of the same name) first, or set "
+                             "sglang_install_create_user to true"))
     venv, user = s.get("venv"), s.get("user")
     for var, path, label in ((PREFIX + "venv", venv, "lib/"), (PREFIX + "venv", venv, "")):
         probe = venv_probe(path) if label else path

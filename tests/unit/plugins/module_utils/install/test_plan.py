@@ -254,6 +254,16 @@ def test_a_user_that_comes_from_elsewhere_must_exist():
     assert judge(create_user=False)["problems"] == []
 
 
+def test_a_build_user_that_comes_from_elsewhere_must_exist_when_something_is_built():
+    absent = {"users": {"sglang": {"exists": True}, "sglang-build": {"exists": False}}}
+    assert judge(create_user=False, facts=absent)["problems"] == []  # nothing built: not needed
+    build = [{"name": "fa", "src": "/fa"}]
+    assert judge(kernel_builds=build, facts=absent)["problems"] == []  # the role creates it
+    problem = only(judge(create_user=False, kernel_builds=build, facts=absent))
+    assert problem["variable"] == "sglang_install_build_user" and "sglang-build does not exist on gpu1" in problem["message"]
+    assert only(judge(create_user=False, source="git", facts=absent))["variable"] == "sglang_install_build_user"
+
+
 def test_every_problem_at_once_in_one_report():
     result = judge(python_versions=["3.12"], kernel_builds=[{"name": "fa", "src": "/a"}, {"name": "fa", "src": "/b"}],
                    facts={"cuda": {"nvcc": ""}, "git": ""})
