@@ -12,8 +12,9 @@ description:
   - Reads, in one call, what the C(pdserve.sglang.sglang_install) role decides and judges with - the version of the
     interpreter the venv is made from and whether it has the C(venv) module, the C library, the machine, a system
     UCX (C(ucx_info) on E(PATH) or C(libucp) in the library paths, with its version), the CUDA toolkit (C(nvcc) under
-    O(cuda_home) or on E(PATH), with its release), git, a C compiler, the free disk for a list of paths, and whether
-    some paths and users exist.
+    O(cuda_home) or on E(PATH), with its release), git, a C compiler, the free disk for a list of paths, whether
+    some paths and users exist and who owns the paths (the role reads who owns the venv's C(lib/) to convert a venv
+    an earlier version gave the service user), and the umask.
   - Free disk - each entry of O(disk) is checked on the filesystem of its nearest existing ancestor. Entries on one
     filesystem add up. A path that exists already asks for nothing (what it is for is there), so a rerun never
     fails on space.
@@ -238,6 +239,14 @@ venv_packages:
   returned: always
   type: dict
   sample: {"sglang-router": "0.3.2"}
+  version_added: 0.4.0
+umask:
+  description:
+    - The umask of the module's process (an integer, C(18) for C(0022)); the role's pip and download run as the same
+      user, and the services must read what they write.
+  returned: always
+  type: int
+  sample: 18
   version_added: 0.4.0
 ansible_facts:
   description: The same values under one fact.

@@ -200,6 +200,13 @@ def venv_packages(run: Callable[..., Any], venv_python: Optional[str]) -> Dict[s
     return {str(name): str(version) for name, version in data.items() if name}
 
 
+def current_umask() -> int:
+    """The umask of this process: that of the become user, which the role's pip and download run with too."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def gather(run: Callable[..., Any], which: Callable[[str], Optional[str]], python: str, cuda_home: Optional[str],
            disk_entries: List[Dict[str, Any]], paths: Iterable[str], users: Iterable[str],
            venv_python: Optional[str] = None) -> Dict[str, Any]:
@@ -221,4 +228,5 @@ def gather(run: Callable[..., Any], which: Callable[[str], Optional[str]], pytho
         "paths": path_info(paths),
         "users": user_info(users),
         "venv_packages": venv_packages(run, venv_python),
+        "umask": current_umask(),
     }

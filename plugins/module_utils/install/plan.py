@@ -24,6 +24,11 @@ NIXL_SOURCES = ("auto", "pypi", "source", "none")
 PROFILES = ("servers", "router")
 # The router's venv holds sglang-router and its few dependencies: a few hundred MB.
 ROUTER_MIN_FREE_GB = 1
+# Kernel builds leave their wheels in this directory (an environment variable of the build); root installs them.
+WHEEL_DIR_VAR = "PDSERVE_WHEEL_DIR"
+DEFAULT_BUILD_EXAMPLE = 'python -m pip wheel --no-build-isolation --no-deps -w "$PDSERVE_WHEEL_DIR" .'
+# Bits of root's umask that would leave what root installs unreadable (or not executable) to the services.
+UMASK_HIDES = 0o055
 # Issue in which SGLang's maintainers trace NIXL_ERR_BACKEND to the pip NIXL's bundled UCX.
 UCX_CONFLICT_REF = "NIXL_ERR_BACKEND, sgl-project/sglang#5709"
 
@@ -172,6 +177,12 @@ def _build_problems(host, s, items):
         for key in ("command", "check", "subdir"):
             if key in item and not isinstance(item[key], str):
                 found.append(problem(host, "%s.%s" % (label, key), "must be a string, got %r" % (item[key],), "one shell command line"))
+        if isinstance(item.get("command"), str) and WHEEL_DIR_VAR not in item["command"]:
+            found.append(problem(host, label + ".command",
+                                 "does not name $%s: builds run as %s, who cannot write the venv (root's); a build leaves "
+                                 "wheels in $%s and the role installs them into the venv as root" % (
+                                     WHEEL_DIR_VAR, s.get("build_user"), WHEEL_DIR_VAR),
+                                 "build wheels there, e.g. %s" % DEFAULT_BUILD_EXAMPLE))
     names = [str(item.get("name")) for item in items if item.get("name")]
     repeated = sorted(set(name for name in names if names.count(name) > 1))
     if repeated:
@@ -295,13 +306,27 @@ def _host_problems(host, s, facts, mode, items):
         found.append(problem(host, PREFIX + "user", "%s does not exist on %s, and sglang_install_create_user is false" % (
             s.get("user"), host), "create the user first (or set sglang_install_create_user to true)"))
 
+    build_facts = (facts.get("users") or {}).get(s.get("build_user"))
+    if (not truthy(s.get("create_user", True)) and needs_build_user(s, items) and build_facts is not None
+            and not build_facts.get("exists")):
+        found.append(problem(host, PREFIX + "build_user",
+                             "%s does not exist on %s, something is to be built or checked out, and sglang_install_create_user "
+                             "is false" % (s.get("build_user"), host),
+                             "create that unprivileged user (and its group of the same name) first, or set "
+                             "sglang_install_create_user to true"))
     venv, user = s.get("venv"), s.get("user")
-    owner = _path(facts, venv_probe(venv)).get("owner") if venv else None
-    if owner and owner != user:
-        found.append(problem(host, PREFIX + "venv",
-                             "%s already exists and belongs to %s, not %s: pip runs as %s and could not install into it" % (
-                                 venv, owner, user, user),
-                             "remove it (it is recreated) or chown -R %s: %s" % (user, venv)))
+    for var, path, label in ((PREFIX + "venv", venv, "lib/"), (PREFIX + "venv", venv, "")):
+        probe = venv_probe(path) if label else path
+        owner = _path(facts, probe).get("owner") if path else None
+        if owner and owner not in ("root", user):
+            found.append(problem(host, var,
+                                 "%s already exists and its %s belongs to %s, neither root (who installs it) nor %s (whose "
+                                 "venvs earlier versions convert): it was not made by this collection" % (
+                                     path, label or "directory", owner, user),
+                                 "point sglang_install_venv elsewhere, or remove it (it is recreated) or chown -R root:root %s"
+                                 % path))
+            break
+    found += _umask_problems(host, facts)
     return found
 
 
@@ -321,27 +346,61 @@ def venv_probe(venv: str) -> str:
 
 def warnings(host: str, s: Dict[str, Any], facts: Dict[str, Any], mode: str) -> List[str]:
     """What the preflight lets through but an operator should read."""
+    found = []
+    model_path = s.get("model_path")
+    owner = _path(facts, model_path).get("owner") if model_path else None
+    if s.get("model_source") == "path" and owner and owner == s.get("user"):
+        found.append("%s (sglang_install_model_path) belongs to %s, the user the model servers run as: a compromised "
+                     "server could change the model. The role leaves a model it did not download as it is; "
+                     "chown -R root:root %s makes it read-only to the servers." % (model_path, owner, model_path))
     ucx = facts.get("ucx") or {}
     if mode == "pypi" and ucx.get("present") and not truthy(s.get("nixl_fail_on_ucx_conflict", True)):
-        return ["NIXL from PyPI bundles its own UCX and %s has a system UCX (%s): if transfers fail with NIXL_ERR_BACKEND, "
-                "build NIXL against the system UCX (sglang_install_nixl_source: source)." % (host, ucx.get("ucx_info") or ucx.get("libucp"))]
-    return []
+        found.append("NIXL from PyPI bundles its own UCX and %s has a system UCX (%s): if transfers fail with NIXL_ERR_BACKEND, "
+                     "build NIXL against the system UCX (sglang_install_nixl_source: source)." % (host, ucx.get("ucx_info") or ucx.get("libucp")))
+    return found
+
+
+def _umask_problems(host, facts):
+    """Root's umask where the role runs: pip and the download honour it, and the services must read what they write."""
+    umask = facts.get("umask")
+    if not isinstance(umask, int) or not umask & UMASK_HIDES:
+        return []
+    return [problem(host, PREFIX + "user",
+                    "root's umask on %s is %04o: the venv and the model tree root installs would not be readable by %s" % (
+                        host, umask, "the services"),
+                    "give the become user a umask of 0022 (for sudo: Defaults umask=0022 in sudoers, or the login umask)")]
+
+
+def _entry_dir(path, owner, group, mode):
+    return {"path": path, "owner": owner, "group": group, "mode": mode}
+
+
+def needs_build_user(s: Dict[str, Any], items: List[Dict[str, Any]]) -> bool:
+    """Whether anything is checked out or compiled: kernel builds, SGLang from git, the SGLang tree's chat template."""
+    return bool(items) or s.get("source") == "git" or s.get("chat_template_source") == "sglang"
 
 
 def directories(s: Dict[str, Any], items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The directories the role needs, parents first: ``{path, owned}`` (owned: the service user's, it writes there)."""
-    wanted = [{"path": s.get("root"), "owned": False}]
+    """The directories the role needs, parents first: ``{path, owner, group, mode}`` (owner None: left as it is).
+
+    What the services run or read (the venv, the model tree) is root's, 0755: a compromised server cannot change its
+    own code or the router's. Root's own state (pip's HOME and cache, the download's token, log and result) is 0700.
+    Checkouts and compilation happen in the build user's directories, never as root."""
+    build = s.get("build_user")
+    wanted = [_entry_dir(s.get("root"), None, None, "0755")]
+    if s.get("state_dir"):
+        wanted.append(_entry_dir(s.get("state_dir"), "root", "root", "0700"))
     if items or s.get("model_source") == "hf":
-        wanted.append({"path": str(s.get("root")) + "/libexec", "owned": False})  # the job runner
+        wanted.append(_entry_dir(str(s.get("root")) + "/libexec", None, None, "0755"))  # the job runner
     if s.get("chat_template_source", "none") != "none" and s.get("chat_template_dest"):
-        wanted.append({"path": posixpath.dirname(str(s["chat_template_dest"])), "owned": False})
-    wanted.append({"path": s.get("venv"), "owned": True})
-    if items:
-        wanted.append({"path": s.get("build_dir"), "owned": True})
+        wanted.append(_entry_dir(posixpath.dirname(str(s["chat_template_dest"])), None, None, "0755"))
+    wanted.append(_entry_dir(s.get("venv"), "root", "root", "0755"))
+    if items or s.get("source") == "git":
+        wanted.append(_entry_dir(s.get("build_dir"), build, build, "0755"))
     if s.get("source") == "git" or s.get("chat_template_source") == "sglang":
-        wanted.append({"path": s.get("src_dir"), "owned": True})
+        wanted.append(_entry_dir(s.get("src_dir"), build, build, "0755"))
     if s.get("model_source") == "hf":
-        wanted.append({"path": s.get("model_path"), "owned": True})
+        wanted.append(_entry_dir(s.get("model_path"), "root", "root", "0755"))
     result = []
     for entry in wanted:
         if entry["path"] and entry["path"] not in [e["path"] for e in result]:
@@ -350,16 +409,34 @@ def directories(s: Dict[str, Any], items: List[Dict[str, Any]]) -> List[Dict[str
 
 
 def directories_to_fix(s: Dict[str, Any], facts: Dict[str, Any], wanted: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Those of ``wanted`` that install_facts found missing or not as wanted (mode 0755, the user's when owned)."""
+    """Those of ``wanted`` that install_facts found missing or not as wanted (mode, and owner and group when set)."""
     fix = []
     for entry in wanted:
         info = _path(facts, entry["path"])
-        right = info.get("isdir") and info.get("mode") == "0755"
-        if entry["owned"]:
-            right = right and info.get("owner") == s.get("user") and info.get("group") == s.get("group")
+        right = info.get("isdir") and info.get("mode") == entry["mode"]
+        if entry["owner"]:
+            right = right and info.get("owner") == entry["owner"] and info.get("group") == entry["group"]
         if not right:
             fix.append(entry)
     return fix
+
+
+def conversions(s: Dict[str, Any], facts: Dict[str, Any], wanted: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The trees an earlier version gave the service user, to hand to their new owner recursively: the venv (whose
+    lib/ says who installed it), the model tree of a download, the build and source directories. ``{path, owner,
+    group, from_owner, what}``; empty on a host this version deployed, so a rerun runs nothing for it."""
+    user = s.get("user")
+    venv = s.get("venv")
+    result = []
+    for entry in wanted:
+        if not entry["owner"] or entry["owner"] == user:
+            continue
+        probes = [entry["path"]] + ([venv_probe(venv)] if entry["path"] == venv else [])
+        if any(_path(facts, probe).get("owner") == user for probe in probes):
+            what = {venv: "venv", s.get("model_path"): "model tree"}.get(entry["path"], "build directory")
+            result.append({"path": entry["path"], "owner": entry["owner"], "group": entry["group"], "from_owner": user,
+                           "what": what})
+    return result
 
 
 # name==version and nothing else: the only requirement whose being met can be read from the installed versions
@@ -404,6 +481,8 @@ def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str
         "nixl_mode": mode,
         "directories": wanted,
         "directories_to_fix": directories_to_fix(s, facts, wanted),
+        "conversions": conversions(s, facts, wanted),
+        "needs_build_user": needs_build_user(s, items),
         "kernel_builds": items,
         "needs_cuda": any(needs_cuda(item) for item in items),
         "needs_git": bool(git_users(s, items)),

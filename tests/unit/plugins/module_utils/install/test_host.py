@@ -136,7 +136,7 @@ def test_path_and_user_info(tmp_path):
 def test_gather_has_every_key(tmp_path):
     facts = H.gather(run, no_tools, sys.executable, str(tmp_path), [{"name": "venv", "path": str(tmp_path / "v"), "min_free_gb": 0}],
                      [str(tmp_path)], ["root"])
-    assert sorted(facts) == ["cc", "cuda", "disk", "git", "libc", "machine", "paths", "python", "ucx", "users",
+    assert sorted(facts) == ["cc", "cuda", "disk", "git", "libc", "machine", "paths", "python", "ucx", "umask", "users",
                              "venv_packages"]
     assert facts["git"] == "" and facts["cc"] == "" and facts["cuda"]["nvcc"] == ""
     assert facts["disk"][0]["ok"] is True
@@ -162,3 +162,12 @@ def test_venv_packages_of_no_venv_or_a_broken_one(tmp_path):
     assert H.venv_packages(run, script(tmp_path, "python2", "echo not json")) == {}
     assert H.venv_packages(run, script(tmp_path, "python3", "echo '[1, 2]'")) == {}
     assert H.venv_packages(run, script(tmp_path, "python4", 'echo \'{"a-b": "1.0", "": "2"}\'')) == {"a-b": "1.0"}
+
+
+def test_umask_is_read_and_left_as_it_was():
+    before = os.umask(0o027)
+    try:
+        assert H.current_umask() == 0o027
+        assert H.current_umask() == 0o027
+    finally:
+        os.umask(before)

@@ -14,7 +14,8 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.install import plan
 NIXL_BUILD = {"name": "nixl", "repo": "https://github.com/ai-dynamo/nixl.git", "version": "1.3.0", "cuda": True,
               "command": "pip install .", "check": "python -c 'import nixl'"}
 SETTINGS = {
-    "user": "sglang", "group": "sglang", "root": "/opt/sglang", "venv": "/opt/sglang/venv",
+    "user": "sglang", "group": "sglang", "build_user": "sglang-build", "root": "/opt/sglang",
+    "state_dir": "/opt/sglang/install-state", "venv": "/opt/sglang/venv",
     "build_dir": "/opt/sglang/build", "src_dir": "/opt/sglang/src/sglang", "python": "/usr/bin/python3",
     "python_versions": ["3.11", "3.12", "3.13"], "min_glibc": "2.34", "source": "pypi", "version": "0.5.23",
     "offline": False, "wheelhouse": "", "git_repo": "https://github.com/sgl-project/sglang.git", "git_version": "v0.5.23",
@@ -231,12 +232,17 @@ def test_model_path_needs_config_json():
 
 
 def test_venv_made_by_another_user():
-    root_made = {"paths": {"/opt/sglang/venv/lib": {"exists": True, "isdir": True, "owner": "root", "group": "root"}}}
-    problem = only(judge(facts=root_made))
-    assert problem["message"].startswith("/opt/sglang/venv already exists and belongs to root, not sglang")
-    assert problem["fix"] == "remove it (it is recreated) or chown -R sglang: /opt/sglang/venv"
-    ours = {"paths": {"/opt/sglang/venv/lib": {"exists": True, "owner": "sglang"}}}
-    assert judge(facts=ours)["problems"] == []
+    alice = {"paths": {"/opt/sglang/venv/lib": {"exists": True, "isdir": True, "owner": "alice", "group": "alice"}}}
+    problem = only(judge(facts=alice))
+    assert problem["message"].startswith("/opt/sglang/venv already exists and its lib/ belongs to alice, neither root")
+    assert problem["fix"].endswith("or chown -R root:root /opt/sglang/venv")
+    assert judge(facts=alice)["conversions"] == []  # never someone else's
+    top = {"paths": {"/opt/sglang/venv": {"exists": True, "isdir": True, "owner": "alice", "group": "alice"}}}
+    assert "its directory belongs to alice" in only(judge(facts=top))["message"]
+    # Root's (this version) and the service user's (an earlier version, converted) are no problem.
+    for owner in ("root", "sglang"):
+        ours = {"paths": {"/opt/sglang/venv/lib": {"exists": True, "owner": owner}}}
+        assert judge(facts=ours)["problems"] == []
     assert P.venv_probe("/opt/sglang/venv") == "/opt/sglang/venv/lib"
 
 
@@ -248,6 +254,16 @@ def test_a_user_that_comes_from_elsewhere_must_exist():
     assert judge(create_user=False)["problems"] == []
 
 
+def test_a_build_user_that_comes_from_elsewhere_must_exist_when_something_is_built():
+    absent = {"users": {"sglang": {"exists": True}, "sglang-build": {"exists": False}}}
+    assert judge(create_user=False, facts=absent)["problems"] == []  # nothing built: not needed
+    build = [{"name": "fa", "src": "/fa"}]
+    assert judge(kernel_builds=build, facts=absent)["problems"] == []  # the role creates it
+    problem = only(judge(create_user=False, kernel_builds=build, facts=absent))
+    assert problem["variable"] == "sglang_install_build_user" and "sglang-build does not exist on gpu1" in problem["message"]
+    assert only(judge(create_user=False, source="git", facts=absent))["variable"] == "sglang_install_build_user"
+
+
 def test_every_problem_at_once_in_one_report():
     result = judge(python_versions=["3.12"], kernel_builds=[{"name": "fa", "src": "/a"}, {"name": "fa", "src": "/b"}],
                    facts={"cuda": {"nvcc": ""}, "git": ""})
@@ -257,31 +273,97 @@ def test_every_problem_at_once_in_one_report():
         assert sorted(problem) == ["fix", "host", "message", "variable"] and problem["host"] == "gpu1"
 
 
+def d(path, owner=None, mode="0755"):
+    return {"path": path, "owner": owner, "group": owner, "mode": mode}
+
+
+PLAIN_DIRECTORIES = [d("/opt/sglang"), d("/opt/sglang/install-state", "root", "0700"), d("/opt/sglang/venv", "root")]
+
+
 def test_directories_wanted_and_those_to_fix():
     plain = judge()
-    assert plain["directories"] == [{"path": "/opt/sglang", "owned": False}, {"path": "/opt/sglang/venv", "owned": True}]
+    assert plain["directories"] == PLAIN_DIRECTORIES
     assert plain["directories_to_fix"] == plain["directories"]  # nothing there yet
     everything = judge(source="git", model_source="hf", model_repo_id="org/m", chat_template_source="sglang",
                        chat_template_dest="/opt/sglang/chat_templates/t.jinja", kernel_builds=[{"name": "fa", "src": "/fa"}])
-    assert [(d["path"], d["owned"]) for d in everything["directories"]] == [
-        ("/opt/sglang", False), ("/opt/sglang/libexec", False), ("/opt/sglang/chat_templates", False),
-        ("/opt/sglang/venv", True), ("/opt/sglang/build", True), ("/opt/sglang/src/sglang", True), ("/models/m", True)]
+    # What the services run and read is root's; what is checked out and compiled the build user's; root's state 0700.
+    assert [(e["path"], e["owner"], e["mode"]) for e in everything["directories"]] == [
+        ("/opt/sglang", None, "0755"), ("/opt/sglang/install-state", "root", "0700"), ("/opt/sglang/libexec", None, "0755"),
+        ("/opt/sglang/chat_templates", None, "0755"), ("/opt/sglang/venv", "root", "0755"),
+        ("/opt/sglang/build", "sglang-build", "0755"), ("/opt/sglang/src/sglang", "sglang-build", "0755"),
+        ("/models/m", "root", "0755")]
+    assert all(e["group"] == e["owner"] for e in everything["directories"])
+    assert everything["needs_build_user"] and not plain["needs_build_user"]
     # A model download needs the job runner even without builds; a template next to the venv is not repeated.
-    assert "/opt/sglang/libexec" in [d["path"] for d in judge(model_source="hf", model_repo_id="o/m")["directories"]]
+    assert "/opt/sglang/libexec" in [e["path"] for e in judge(model_source="hf", model_repo_id="o/m")["directories"]]
     assert len(judge(chat_template_source="file", chat_template_file="t", chat_template_dest="/opt/sglang/venv/t.jinja")
-               ["directories"]) == 2
+               ["directories"]) == 3
+    # SGLang from git builds its wheel in the build directory.
+    assert "/opt/sglang/build" in [e["path"] for e in judge(source="git")["directories"]]
 
-    def there(owner="sglang", group="sglang", mode="0755"):
+    def there(owner="root", group="root", mode="0755"):
         return {"exists": True, "isdir": True, "owner": owner, "group": group, "mode": mode}
-    paths = {"/opt/sglang": there("root", "root"), "/opt/sglang/venv": there()}
+    paths = {"/opt/sglang": there(), "/opt/sglang/venv": there(), "/opt/sglang/install-state": there(mode="0700")}
     assert judge(facts={"paths": paths})["directories_to_fix"] == []
-    for wrong in (there("root"), there(group="root"), there(mode="0700"), dict(there(), isdir=False)):
+    for wrong in (there("sglang"), there(group="sglang"), there(mode="0775"), dict(there(), isdir=False)):
         fix = judge(facts={"paths": dict(paths, **{"/opt/sglang/venv": wrong})})["directories_to_fix"]
-        assert fix == [{"path": "/opt/sglang/venv", "owned": True}], wrong
+        assert fix == [d("/opt/sglang/venv", "root")], wrong
     # The root directory's owner is not the role's business, its mode is.
     assert judge(facts={"paths": dict(paths, **{"/opt/sglang": there("admin", "adm")})})["directories_to_fix"] == []
-    assert judge(facts={"paths": dict(paths, **{"/opt/sglang": there(mode="0750")})})["directories_to_fix"] == [
-        {"path": "/opt/sglang", "owned": False}]
+    assert judge(facts={"paths": dict(paths, **{"/opt/sglang": there(mode="0750")})})["directories_to_fix"] == [d("/opt/sglang")]
+
+
+def test_what_an_earlier_version_gave_the_service_user_is_converted_once():
+    def there(owner, group=None):
+        return {"exists": True, "isdir": True, "owner": owner, "group": group or owner, "mode": "0755"}
+    settings = dict(model_source="hf", model_repo_id="org/m", kernel_builds=[{"name": "fa", "src": "/fa"}],
+                    chat_template_source="sglang")
+    old = {"/opt/sglang/venv": there("sglang"), "/opt/sglang/venv/lib": there("sglang"), "/opt/sglang/build": there("sglang"),
+           "/opt/sglang/src/sglang": there("sglang"), "/models/m": there("sglang"), "/opt/sglang": there("root")}
+    result = judge(facts={"paths": old}, **settings)
+    assert result["problems"] == []
+    assert [(c["what"], c["path"], c["owner"], c["group"], c["from_owner"]) for c in result["conversions"]] == [
+        ("venv", "/opt/sglang/venv", "root", "root", "sglang"),
+        ("build directory", "/opt/sglang/build", "sglang-build", "sglang-build", "sglang"),
+        ("build directory", "/opt/sglang/src/sglang", "sglang-build", "sglang-build", "sglang"),
+        ("model tree", "/models/m", "root", "root", "sglang")]
+    # The venv directory chowned but lib/ still the service user's (an interrupted conversion): converted again.
+    half = dict(old, **{"/opt/sglang/venv": there("root")})
+    assert "/opt/sglang/venv" in [c["path"] for c in judge(facts={"paths": half}, **settings)["conversions"]]
+    # Converted (or deployed by this version): nothing to do, so a rerun runs no conversion.
+    new = {"/opt/sglang/venv": there("root"), "/opt/sglang/venv/lib": there("root"), "/opt/sglang/build": there("sglang-build"),
+           "/opt/sglang/src/sglang": there("sglang-build"), "/models/m": there("root")}
+    assert judge(facts={"paths": new}, **settings)["conversions"] == []
+    # A fresh host: nothing there.
+    assert judge(**settings)["conversions"] == []
+
+
+def test_a_model_the_role_did_not_download_is_left_alone_with_a_warning():
+    mine = {"paths": {"/models/m": {"exists": True, "isdir": True, "owner": "sglang", "group": "sglang", "mode": "0755"}}}
+    result = judge(facts=mine, model_source="path")
+    assert result["conversions"] == [] and "/models/m" not in [e["path"] for e in result["directories"]]
+    (warning,) = result["warnings"]
+    assert "belongs to sglang, the user the model servers run as" in warning and "chown -R root:root /models/m" in warning
+    assert judge(facts={"paths": {"/models/m": dict(mine["paths"]["/models/m"], owner="root")}}, model_source="path")["warnings"] == []
+
+
+def test_a_umask_that_hides_what_root_installs_is_a_problem():
+    assert judge(facts={"umask": 0o022})["problems"] == []
+    assert judge(facts={"umask": 0o002})["problems"] == []
+    for umask in (0o077, 0o027, 0o007):
+        problem = only(judge(facts={"umask": umask}))
+        assert "root's umask on gpu1 is %04o" % umask in problem["message"] and "umask=0022" in problem["fix"]
+
+
+def test_a_build_command_must_leave_wheels_for_root_to_install():
+    ok = {"name": "fa", "src": "/fa", "command": 'python -m pip wheel --no-deps -w "$PDSERVE_WHEEL_DIR" .'}
+    assert judge(kernel_builds=[ok])["problems"] == []
+    assert judge(kernel_builds=[{"name": "fa", "src": "/fa"}])["problems"] == []  # the default does
+    old = dict(ok, command="/opt/sglang/venv/bin/python -m pip install --no-build-isolation .")
+    problem = only(judge(kernel_builds=[old]))
+    assert problem["variable"] == "sglang_install_kernel_builds[fa].command"
+    assert "builds run as sglang-build, who cannot write the venv" in problem["message"]
+    assert P.DEFAULT_BUILD_EXAMPLE in problem["fix"]
 
 
 def test_filter_wraps_the_plan_and_rejects_what_is_not_a_mapping():
@@ -310,10 +392,12 @@ def test_router_profile_installs_the_router_alone_into_its_venv():
     assert s["min_free_gb_venv"] == P.ROUTER_MIN_FREE_GB
     # Who installs and from where stays as set.
     assert all(s[key] == PROFILE_SETTINGS[key] for key in ("user", "group", "python", "wheelhouse", "offline", "root"))
-    # What the plan then decides: no builds, no git, no CUDA; the venv, owned by the user, is the only leaf.
+    # What the plan then decides: no builds, no git, no CUDA, no build user; the venv is root's.
     planned = P.plan("router1", s, FACTS)
     assert planned["kernel_builds"] == [] and planned["nixl_mode"] == "none" and not planned["needs_git"]
-    assert planned["directories"] == [{"path": "/opt/sglang", "owned": False}, {"path": "/opt/sglang/router-venv", "owned": True}]
+    assert not planned["needs_build_user"]
+    assert planned["directories"] == [d("/opt/sglang"), d("/opt/sglang/install-state", "root", "0700"),
+                                      d("/opt/sglang/router-venv", "root")]
     assert PROFILE_SETTINGS["venv"] == "/opt/sglang/venv"  # the input is left alone
 
 
