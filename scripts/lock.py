@@ -8,6 +8,8 @@ Default: the locks that need PyPI.
                                                      (profile servers: torch, SGLang, sglang-router, NIXL;
                                                      router: sglang-router), CPython 3.11 (Debian 12) and 3.12
                                                      (Ubuntu 24.04), x86_64 Linux, glibc >= 2.34
+--out DIR [-e NAME=VALUE ...]: only the role's locks, for other pins (-e sglang_install_version=0.5.24), into DIR;
+  point sglang_install_pip_lock at DIR.
 --wheelhouse [DIR]: the locks of the test inventories, from the exact files of the machine's wheelhouse (offline):
   <locks dir>/local/{servers,router}-py3.11.lock     inventories/local (the serving and monitoring scenarios)
   <locks dir>/sglang_install/servers-py3.11.lock     the sglang_install scenario
@@ -167,14 +169,35 @@ def file_pin(requirement, files_dir):
     return "%s==%s \\\n%s\n    # without its dependencies (sglang_install_no_deps)\n" % (name, version, hashes)
 
 
-def shipped(plan, lock_module):
-    index = ["--index-url", os.environ["PDSERVE_LOCK_INDEX_URL"]] if os.environ.get("PDSERVE_LOCK_INDEX_URL") else []
-    compile_lock(lock_module, [], [], ROOT / "requirements.lock", TOOLCHAIN_PYTHON, index, source=ROOT / "requirements.txt")
-    defaults = role_defaults()
+LIST_SETTINGS = ("torch_packages", "extra_packages", "extras")
+
+
+def overrides(pairs):
+    """``-e sglang_install_version=0.5.24``-style settings (lists comma-separated) for a lock of other versions."""
+    variables = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        key = name[len("sglang_install_"):] if name.startswith("sglang_install_") else None
+        if not sep or (name != "sglang_router_version" and key not in role_defaults()):
+            sys.exit("lock: -e %s: give NAME=VALUE with one of sglang_router_version, %s" % (
+                pair, ", ".join("sglang_install_" + k for k in sorted(role_defaults()))))
+        variables[name] = [v for v in value.split(",") if v] if key in LIST_SETTINGS else value
+    return variables
+
+
+def shipped(plan, lock_module, out=None, variables=None):
+    """requirements.lock and the shipped locks; with ``out``, only the role's locks for ``variables``, into ``out``."""
+    # A mirror instead of PyPI, and an index searched first (uv's order), e.g. PyTorch's for a torch of a CUDA of choice.
+    index = (["--index-url", os.environ["PDSERVE_LOCK_INDEX_URL"]] if os.environ.get("PDSERVE_LOCK_INDEX_URL") else []) \
+        + (["--extra-index-url", os.environ["PDSERVE_LOCK_EXTRA_INDEX_URL"]] if os.environ.get("PDSERVE_LOCK_EXTRA_INDEX_URL") else [])
+    if out is None:
+        compile_lock(lock_module, [], [], ROOT / "requirements.lock", TOOLCHAIN_PYTHON, index, source=ROOT / "requirements.txt")
+    settings = settings_of(variables or {}, role_defaults())
     for profile in ("servers", "router"):
-        resolved, no_deps = asked(plan, defaults, profile)
+        resolved, no_deps = asked(plan, settings, profile)
         for python in SHIPPED_PYTHONS:
-            compile_lock(lock_module, resolved, no_deps, SHIPPED_DIR / ("%s-py%s.lock" % (profile, python)), python, index)
+            compile_lock(lock_module, resolved, no_deps, Path(out or SHIPPED_DIR) / ("%s-py%s.lock" % (profile, python)),
+                         python, index)
 
 
 def wheelhouse(plan, lock_module, directory):
@@ -215,12 +238,17 @@ def main(argv=None):
     parser.add_argument("--wheelhouse", nargs="?", const=os.environ.get("PDSERVE_WHEELHOUSE") or os.path.join(
         os.environ.get("PDSERVE_CACHE", "/var/cache/pdserve"), "wheelhouse"), metavar="DIR",
         help="write the test inventories' locks from this wheelhouse instead (default: the machine's)")
+    parser.add_argument("--out", metavar="DIR", help="write only the role's locks, into DIR (set sglang_install_pip_lock to it)")
+    parser.add_argument("-e", dest="variables", action="append", metavar="NAME=VALUE",
+                        help="with --out: another pin than the defaults, e.g. -e sglang_install_version=0.5.24")
     args = parser.parse_args(argv)
+    if args.variables and not args.out:
+        parser.error("-e needs --out: the shipped locks are those of the role's defaults")
     plan, lock_module = collection()
     if args.wheelhouse:
         wheelhouse(plan, lock_module, args.wheelhouse)
     else:
-        shipped(plan, lock_module)
+        shipped(plan, lock_module, args.out and os.path.abspath(args.out), overrides(args.variables))
 
 
 if __name__ == "__main__":
