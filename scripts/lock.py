@@ -159,7 +159,7 @@ def compile_lock(lock_module, requirements, no_deps, out, python, sources, files
 
 def file_pin(requirement, files_dir):
     """A lock entry, from the wheel files in ``files_dir``, for a requirement installed without its dependencies."""
-    name, _, version = requirement.partition("==")
+    name, version = requirement.partition("==")[::2]
     base = re.sub(r"[-_.]+", "_", name).lower()
     wheels = sorted(p for p in Path(files_dir).glob("*.whl")
                     if p.name.split("-")[0].lower() == base and p.name.split("-")[1] == version)
@@ -211,7 +211,7 @@ def wheelhouse(plan, lock_module, directory):
     for wheel in sorted(Path(directory).glob("*.whl")):
         info = wheel.stat()
         digest.update(("%s %d %d\n" % (wheel.name, info.st_size, info.st_mtime_ns)).encode())
-    inputs = [path for _, path, _, _ in TEST_INVENTORIES] + [
+    inputs = [inventory[1] for inventory in TEST_INVENTORIES] + [
         "roles/sglang_defaults/defaults/main.yml", "roles/sglang_install/defaults/main.yml", "scripts/lock.py",
         "plugins/module_utils/install/plan.py", "plugins/module_utils/install/lock.py"]
     for path in inputs:

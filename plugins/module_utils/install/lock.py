@@ -62,9 +62,9 @@ def parse(text: str) -> Dict[str, Any]:
         if line.startswith("-"):
             errors.append("%s: options are not allowed in a lock (only name==version --hash=... lines)" % line.split()[0])
             continue
-        requirement, _, rest = line.partition(" --")
+        requirement, rest = line.partition(" --")[::2]
         rest = ("--" + rest) if rest else ""
-        requirement, _, marker = requirement.partition(";")
+        requirement, marker = requirement.partition(";")[::2]
         match = _PIN.fullmatch(requirement.strip())
         if not match:
             errors.append("%s is not pinned as name==version" % requirement.strip())

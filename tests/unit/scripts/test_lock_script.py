@@ -41,7 +41,7 @@ def test_the_defaults_are_read_as_yaml_reads_them(gen):
 
 
 def test_the_shipped_inputs_are_the_pinned_set(gen, modules):
-    plan, _ = modules
+    plan = modules[0]
     defaults = gen.role_defaults()
     resolved, no_deps = gen.asked(plan, defaults, "servers")
     assert resolved == defaults["torch_packages"] + ["sglang==%s" % defaults["version"],
@@ -55,7 +55,7 @@ def test_the_shipped_inputs_are_the_pinned_set(gen, modules):
 
 
 def _variables(gen, name):
-    for inventory, path, keys, _ in gen.TEST_INVENTORIES:
+    for inventory, path, keys, _profiles in gen.TEST_INVENTORIES:
         if inventory == name:
             variables = yaml.safe_load((ROOT / path).read_text())
             for key in keys:
@@ -65,7 +65,7 @@ def _variables(gen, name):
 
 
 def test_the_test_inventories_ask_for_what_their_scenarios_install(gen, modules):
-    plan, _ = modules
+    plan = modules[0]
     defaults = gen.role_defaults()
     scenario = _variables(gen, "sglang_install")
     resolved, no_deps = gen.asked(plan, gen.settings_of(scenario, defaults), "servers")
@@ -114,7 +114,7 @@ def _fake_uv(tmp_path, output):
 
 
 def test_the_generator_writes_only_a_lock_its_parser_accepts(gen, modules, tmp_path, monkeypatch):
-    _, lock = modules
+    lock = modules[1]
     out = tmp_path / "servers-py3.11.lock"
     monkeypatch.setenv("PDSERVE_UV", str(_fake_uv(tmp_path, "torch==2.14.1 \\\n    --hash=sha256:%s\n" % ("a" * 64))))
     gen.compile_lock(lock, ["torch==2.14.1"], [], out, "3.11", [])

@@ -5,7 +5,6 @@ that is not all hashed pins, that misses a pin or pins another version, or that 
 refused naming sglang_install_pip_lock; the shipped locks and requirements.lock agree with today's pins."""
 
 import copy
-import re
 from pathlib import Path
 
 import pytest
