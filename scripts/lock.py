@@ -135,7 +135,22 @@ def _relative(path):
         return str(path)
 
 
-def compile_lock(lock_module, requirements, no_deps, out, python, sources, files_dir=None, source=None):
+def published(lock_module, python):
+    """``{(name, version): hashes}`` of the committed locks resolved from PyPI for ``python``."""
+    known = {}
+    for path in [ROOT / "requirements.lock"] + sorted(SHIPPED_DIR.glob("*-py%s.lock" % python)):
+        for key, pin in lock_module.parse(path.read_text())["pins"].items():
+            known.setdefault((key, pin["version"]), set()).update(pin["hashes"])
+    return known
+
+
+def unpublished(parsed, known):
+    """The pins of a wheelhouse lock whose file has none of the hashes the committed locks list for that version."""
+    return sorted("%s==%s" % (pin["name"], pin["version"]) for key, pin in parsed["pins"].items()
+                  if (key, pin["version"]) in known and not set(pin["hashes"]) & known[(key, pin["version"])])
+
+
+def compile_lock(lock_module, requirements, no_deps, out, python, sources, files_dir=None, source=None, known=None):
     """Write ``out`` (and its input: ``out`` with .in, unless ``source`` is given) and check it with the parser the
     role uses."""
     out = Path(out)
@@ -152,6 +167,12 @@ def compile_lock(lock_module, requirements, no_deps, out, python, sources, files
     parsed = lock_module.parse(text)
     if parsed["errors"]:
         sys.exit("lock: %s: %s" % (out, "; ".join(parsed["errors"])))
+    # A wheelhouse file of a version the committed locks also pin must be one of the files PyPI published for it.
+    strangers = unpublished(parsed, known or {})
+    if strangers:
+        tmp.unlink()
+        sys.exit("lock: %s: the wheelhouse files of %s have none of the hashes requirements.lock or the shipped locks list "
+                 "for them: replace them (scripts/wheelhouse.sh --force)" % (files_dir, ", ".join(strangers)))
     tmp.write_text(text)
     tmp.replace(out)
     print("lock: %s: %d pins (Python %s)" % (_relative(out), len(parsed["pins"]), python))
@@ -212,6 +233,7 @@ def wheelhouse(plan, lock_module, directory):
         info = wheel.stat()
         digest.update(("%s %d %d\n" % (wheel.name, info.st_size, info.st_mtime_ns)).encode())
     inputs = [inventory[1] for inventory in TEST_INVENTORIES] + [
+        "requirements.lock", "roles/sglang_install/files/locks/servers-py%s.lock" % WHEELHOUSE_PYTHON,
         "roles/sglang_defaults/defaults/main.yml", "roles/sglang_install/defaults/main.yml", "scripts/lock.py",
         "plugins/module_utils/install/plan.py", "plugins/module_utils/install/lock.py"]
     for path in inputs:
@@ -221,6 +243,7 @@ def wheelhouse(plan, lock_module, directory):
         print("lock: %s is up to date with %s" % (locks, directory))
         return
     defaults = role_defaults()
+    known = published(lock_module, WHEELHOUSE_PYTHON)
     for name, path, keys, profiles in TEST_INVENTORIES:
         variables = yaml.safe_load((ROOT / path).read_text())
         for key in keys:
@@ -229,7 +252,8 @@ def wheelhouse(plan, lock_module, directory):
         for profile in profiles:
             resolved, no_deps = asked(plan, settings, profile)
             compile_lock(lock_module, resolved, no_deps, locks / name / ("%s-py%s.lock" % (profile, WHEELHOUSE_PYTHON)),
-                         WHEELHOUSE_PYTHON, ["--no-index", "--find-links", str(directory)], files_dir=directory)
+                         WHEELHOUSE_PYTHON, ["--no-index", "--find-links", str(directory)], files_dir=directory,
+                         known=known)
     stamp.write_text(digest.hexdigest() + "\n")
 
 

@@ -125,3 +125,14 @@ def test_the_generator_writes_only_a_lock_its_parser_accepts(gen, modules, tmp_p
         gen.compile_lock(lock, ["torch==2.14.1"], [], tmp_path / "router-py3.11.lock", "3.11", [])
     assert not (tmp_path / "router-py3.11.lock").exists()
     assert os.path.exists(out)
+
+
+def test_a_wheelhouse_file_must_be_one_pypi_published(gen, modules):
+    lock = modules[1]
+    known = gen.published(lock, "3.11")
+    shipped = lock.parse((gen.SHIPPED_DIR / "router-py3.11.lock").read_text())["pins"]["sglang-router"]
+    good = lock.parse("sglang-router==%s --hash=%s\n" % (shipped["version"], shipped["hashes"][0]))
+    assert gen.unpublished(good, known) == []
+    forged = lock.parse("sglang-router==%s --hash=sha256:%s\nunknown-thing==1.0 --hash=sha256:%s\n" % (
+        shipped["version"], "0" * 64, "1" * 64))
+    assert gen.unpublished(forged, known) == ["sglang-router==%s" % shipped["version"]]
