@@ -196,15 +196,18 @@ def judge(host: Any, lock: Dict[str, Any], requirements: List[str], label: str,
     for error in lock.get("errors") or []:
         add(error, "every line of a lock is name==version with --hash=sha256:... (write it with %s)" % GENERATE)
     pins = lock.get("pins") or {}
+    missing = []
     for requirement in requirements or []:
         name, version, text = _wanted(requirement)
         have = pins.get(canonical(name))
         if have is None:
-            add("does not pin %s, which this venv is asked to install" % text, regenerate)
+            missing.append(text)
         elif version is not None and not _version_matches(version, have["version"]):
             add("pins %s==%s, and this venv is asked to install %s" % (have["name"], have["version"], text), regenerate)
         elif version is None and _specifier_matches(text, have["version"]) is False:
             add("pins %s==%s, which does not meet %s" % (have["name"], have["version"], text), regenerate)
+    if missing:
+        add("does not pin %s, which this venv is asked to install" % ", ".join(missing), regenerate)
     for name, why in sorted((not_from_lock or {}).items()):
         have = pins.get(canonical(name))
         if have is not None:
