@@ -121,7 +121,10 @@ def resolve(value: str, shipped_dir: str, profile: str, python_version: Optional
         path = os.path.join(directory, name)
         if os.path.isfile(path):
             return {"mode": "hashes", "path": path, "error": ""}
-    have = sorted(n for n in os.listdir(directory) if n.endswith(".lock")) if os.path.isdir(directory) else []
+    try:
+        have = sorted(n for n in os.listdir(directory) if n.endswith(".lock"))
+    except OSError:
+        have = []
     what = "the collection ships" if value == SHIPPED else "%s holds" % directory
     return {"mode": "hashes", "path": "", "error": "%s no lock for profile %s on Python %s (looked for %s; there are: %s)" % (
         what, profile, python_version or "?", " or ".join(names), ", ".join(have) or "none")}
