@@ -3,14 +3,16 @@
 # Idempotent: each step checks first and does nothing when its result is already in place.
 #
 #   apt packages   podman, runc, iptables, debootstrap, numactl, ... (apt-get update only when one is missing)
-#   .venv          from requirements.txt; pip runs only when the file's hash changed
+#   .venv          from requirements.lock (every package pinned with its hashes; bash scripts/lock.sh writes it
+#                  from requirements.txt); pip runs only when the lock's hash changed
 #   collections    containers.podman, ansible.posix, community.general unpacked from PyPI's
 #                  ansible==ANSIBLE_BUNDLE_VERSION into .cache/collections, plus the link
 #                  .cache/collections/ansible_collections/pdserve/sglang -> the repository root
 #   podman         .cache/containers.conf (runc, ulimits this machine allows)
 #   test image     localhost/pdserve-systemd:bookworm (tests/platform/build-image.sh)
 #   apt repos      signed local apt repositories of the nvidia_driver scenario (tests/platform/apt_driver_repo.py)
-#   wheelhouse     scripts/wheelhouse.sh, when present
+#   wheelhouse     scripts/wheelhouse.sh, when present, then the test inventories' locks of its exact files
+#                  (bash scripts/lock.sh --wheelhouse, into $PDSERVE_CACHE/wheelhouse-locks)
 #   apt-monitoring scripts/apt-monitoring.sh: Debian's Prometheus, node exporter and Alertmanager as a
 #                  local apt repository in the machine cache, promtool/amtool unpacked from it
 #
@@ -21,6 +23,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 ANSIBLE_BUNDLE_VERSION=12.3.0
+# The bundle wheel's hash (PyPI's ansible-12.3.0-py3-none-any.whl): pip download refuses any other file.
+ANSIBLE_BUNDLE_SHA256=cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414
 BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
 # iptables: netavark's firewall driver needs it for any podman network other than none (without
 # it a container on a network fails with "netavark (exit code 1): No such file or directory").
@@ -52,19 +56,23 @@ fi
 # --- Python virtual environment -----------------------------------------------------------------
 mkdir -p .cache "$PDSERVE_CACHE"/{images,wheelhouse,ansible-bundle}
 python=${PDSERVE_PYTHON:-$(command -v python3.11 || command -v python3)}
+# requirements.lock is resolved for CPython 3.11 (scripts/lock.py, TOOLCHAIN_PYTHON): wheels of another Python have
+# other hashes.
 if [[ ! -x .venv/bin/python ]]; then
-  "$python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' \
-    || die "$python is older than 3.11 (set PDSERVE_PYTHON)"
+  "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+    || die "$python is not Python 3.11, which requirements.lock is for (set PDSERVE_PYTHON to a python3.11)"
   say "creating .venv with $("$python" --version)"
   "$python" -m venv .venv
 fi
-req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
+.venv/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+  || die ".venv is not Python 3.11, which requirements.lock is for (remove .venv and set PDSERVE_PYTHON to a python3.11)"
+req_hash=$(sha256sum requirements.lock | cut -d' ' -f1)
 if [[ $(cat .venv/.requirements.sha256 2>/dev/null) != "$req_hash" ]]; then
-  say "pip install -r requirements.txt"
-  .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt
+  say "pip install --require-hashes --no-deps -r requirements.lock"
+  .venv/bin/python -m pip install -qq --disable-pip-version-check --require-hashes --no-deps -r requirements.lock
   echo "$req_hash" >.venv/.requirements.sha256
 else
-  say ".venv matches requirements.txt"
+  say ".venv matches requirements.lock"
 fi
 
 # --- Ansible collections from PyPI's ansible bundle (Galaxy is not reachable) -------------------
@@ -75,10 +83,16 @@ if [[ ! -e $stamp ]]; then
   # compgen, not `find | head`: a pipe that ends early fails under pipefail (SIGPIPE).
   wheel=$(compgen -G "$bundle_dir/ansible-$ANSIBLE_BUNDLE_VERSION-*.whl" || true)
   wheel=${wheel%%$'\n'*}
+  # A file already in the machine cache counts only with the pinned hash.
+  if [[ -n $wheel && $(sha256sum "$wheel" | cut -d' ' -f1) != "$ANSIBLE_BUNDLE_SHA256" ]]; then
+    say "$(basename "$wheel") does not have the pinned hash: downloading it again"
+    rm -f "$wheel"
+    wheel=
+  fi
   if [[ -z $wheel ]]; then
     say "pip download ansible==$ANSIBLE_BUNDLE_VERSION (about 54 MB, once per machine)"
-    .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
-      -d "$bundle_dir" "ansible==$ANSIBLE_BUNDLE_VERSION"
+    .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: --require-hashes \
+      -d "$bundle_dir" -r <(printf 'ansible==%s --hash=sha256:%s\n' "$ANSIBLE_BUNDLE_VERSION" "$ANSIBLE_BUNDLE_SHA256")
     wheel=$(compgen -G "$bundle_dir/ansible-$ANSIBLE_BUNDLE_VERSION-*.whl")
     wheel=${wheel%%$'\n'*}
   fi
@@ -132,6 +146,8 @@ python3 tests/platform/apt_driver_repo.py
 # --- wheelhouse for containers and air-gapped hosts ---------------------------------------------
 if [[ -f scripts/wheelhouse.sh ]]; then
   bash scripts/wheelhouse.sh
+  # The scenarios install from the wheelhouse with --require-hashes: locks of the files this machine downloaded.
+  bash scripts/lock.sh --wheelhouse
 fi
 
 # --- Debian's monitoring packages as a local repository (molecule monitoring, promtool tests) ----

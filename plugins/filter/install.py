@@ -4,7 +4,21 @@
 """Filter of the sglang_install role: a thin wrapper over plugins/module_utils/install/plan.py."""
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.pdserve.sglang.plugins.module_utils.install import lock as pip_lock
 from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan, profile, unmet_requirements
+
+
+def _find_lock(settings, facts):
+    """The lock a venv installs from, read here on the controller (plan() itself does no I/O)."""
+    value = settings.get("pip_lock")
+    if value is None:
+        return None
+    python_version = ((facts or {}).get("python") or {}).get("version")
+    found = pip_lock.resolve(str(value), str(settings.get("pip_lock_shipped_dir") or ""), str(settings.get("profile") or "servers"),
+                             str(python_version) if python_version else None)
+    if found["path"] and not found["error"]:
+        found["lock"] = pip_lock.load(found["path"])
+    return found
 
 
 def install_plan(facts, host, settings):
@@ -13,7 +27,9 @@ def install_plan(facts, host, settings):
         raise AnsibleFilterError("install_plan: settings must be a mapping, got %r" % (settings,))
     if facts is not None and not isinstance(facts, dict):
         raise AnsibleFilterError("install_plan: input must be the result of pdserve.sglang.install_facts, got %r" % (facts,))
-    return plan(str(host), dict(settings), dict(facts or {}))
+    settings = dict(settings)
+    settings["pip_lock_found"] = _find_lock(settings, facts)
+    return plan(str(host), settings, dict(facts or {}))
 
 
 def install_profile(settings, name, router_venv, router_version):

@@ -14,6 +14,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Tuple
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.install import lock as pip_lock
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, report, unique
 
 PREFIX = "sglang_install_"
@@ -467,6 +468,44 @@ def unmet_requirements(requirements: List[str], installed: Dict[str, str]) -> Li
     return unmet
 
 
+def pip_requirements(s: Dict[str, Any], mode: str) -> Dict[str, List[str]]:
+    """What the pip steps install (packages.yml): torch, SGLang from PyPI, then the router, the pip NIXL and the extra
+    packages in one step; ``all`` is every one of them."""
+    extras = [str(e) for e in s.get("extras") or []]
+    sglang = ["sglang%s==%s" % ("[%s]" % ",".join(extras) if extras else "", s.get("version"))] if s.get("source") == "pypi" else []
+    packages = (["sglang-router==%s" % s["router_version"]] if s.get("router_version") else []) \
+        + (["%s==%s" % (s.get("nixl_package") or "nixl", s.get("nixl_version"))] if mode == "pypi" else []) \
+        + [str(r) for r in s.get("extra_packages") or []]
+    torch = [str(r) for r in s.get("torch_packages") or []]
+    return {"torch": torch, "sglang": sglang, "packages": packages, "all": torch + sglang + packages}
+
+
+def lock_plan(host: str, s: Dict[str, Any], mode: str, wanted: List[str]) -> Dict[str, Any]:
+    """The lock this venv installs from (``s["pip_lock_found"]``: what the filter found on the controller, see
+    plugins/filter/install.py) and its problems: ``{mode, path, requirements, problems}``."""
+    found = s.get("pip_lock_found") or {}
+    result = {"mode": found.get("mode") or pip_lock.WITHOUT_HASHES, "path": found.get("path") or "", "requirements": [],
+              "problems": []}
+    if result["mode"] == pip_lock.WITHOUT_HASHES:
+        return result
+    label = "(%s)" % (found.get("path") or s.get("pip_lock"))
+    if found.get("error"):
+        result["problems"].append(problem(host, pip_lock.VARIABLE, "%s %s" % (s.get("pip_lock"), found["error"]),
+                                          "write the lock with %s and point %s at it, or set it to %s to install "
+                                          "without hashes" % (pip_lock.GENERATE, pip_lock.VARIABLE, pip_lock.WITHOUT_HASHES)))
+        return result
+    parsed = found.get("lock") or {}
+    why_not = {}
+    if s.get("source") != "pypi":
+        why_not["sglang"] = "sglang_install_source is %s" % s.get("source")
+    if mode != "pypi":
+        why_not[s.get("nixl_package") or "nixl"] = "NIXL is %s (sglang_install_nixl_source)" % (
+            "built from source" if mode == "source" else "not installed")
+    result["problems"] = pip_lock.judge(host, parsed, wanted, label, why_not)
+    result["requirements"] = pip_lock.requirements(parsed)
+    return result
+
+
 def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """Decisions and problems; see the module docstring."""
     s = dict(settings or {})
@@ -477,7 +516,12 @@ def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str
     problems = unique(_settings_problems(host, s) + _build_problems(host, s, items) + _python_problems(host, s, facts)
                       + _glibc_problems(host, s, facts) + _disk_problems(host, facts) + _host_problems(host, s, facts, mode, items))
     wanted = directories(s, items)
+    pip = pip_requirements(s, mode)
+    locked = lock_plan(host, s, mode, pip["all"])
+    problems = unique(problems + locked.pop("problems"))
     return {
+        "pip": pip,
+        "pip_lock": locked,
         "nixl_mode": mode,
         "directories": wanted,
         "directories_to_fix": directories_to_fix(s, facts, wanted),
