@@ -56,6 +56,39 @@ options:
         description: Permissions, as an octal string such as C("0640").
         type: str
         default: "0644"
+  directories:
+    description:
+      - Directories to have, created (missing parents as C(mkdir -p) makes them) or given their owner, group and mode
+        before O(files) are written; one that changes counts as a change, listed in RV(changed_directories).
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.4.0
+    suboptions:
+      path:
+        description: Absolute path of the directory.
+        type: path
+        required: true
+      owner:
+        description: Owner (name).
+        type: str
+        default: root
+      group:
+        description: Group (name).
+        type: str
+        default: root
+      mode:
+        description: Permissions, as an octal string such as C("0755").
+        type: str
+        default: "0755"
+  units:
+    description:
+      - systemd units to read, changing nothing (one C(systemctl show)); those not both enabled and running are
+        returned in RV(units_to_start), so a caller starts only those instead of a task per unit.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
   prune:
     description:
       - Where to look for files this collection wrote earlier that are not in O(files) any more.
@@ -151,6 +184,17 @@ removed:
   returned: always
   type: list
   elements: str
+changed_directories:
+  description: Directories of O(directories) that were (or in check mode would be) created or given their attributes.
+  returned: always
+  type: list
+  elements: str
+units_to_start:
+  description: The O(units) that are not both enabled and running (read before anything is written).
+  returned: always
+  type: list
+  elements: str
+  sample: [sglang-decode-0.service]
 restarts:
   description:
     - The O(services) whose unit or environment file changed (or in check mode would change), with why;
@@ -170,18 +214,12 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import file_state
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_state
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import unit_reasons
 
 
 HIDDEN = "(a credential: its content is not shown)\n"
-
-
-def _read(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
 
 
 def _mask(text, secrets):
@@ -189,12 +227,6 @@ def _mask(text, secrets):
         if secret:
             text = text.replace(secret, "********")
     return text
-
-
-def _attributes_differ(path, owner, group, mode):
-    info = os.stat(path)
-    return (info.st_uid != pwd.getpwnam(owner).pw_uid or info.st_gid != grp.getgrnam(group).gr_gid
-            or stat.S_IMODE(info.st_mode) != int(mode, 8))
 
 
 def _write(module, item):
@@ -208,6 +240,70 @@ def _write(module, item):
     os.chown(item["path"], pwd.getpwnam(item["owner"]).pw_uid, grp.getgrnam(item["group"]).gr_gid)
 
 
+def _unit_states(module, units):
+    systemctl = module.get_bin_path("systemctl")
+    if not units or not systemctl:
+        return {}
+    rc, out, dummy = module.run_command(
+        [systemctl, "show", "--property=Id,LoadState,ActiveState,UnitFileState", "--"] + list(units))
+    return host_state.unit_states(out) if rc == 0 else {}
+
+
+def _directory_line(info):
+    return "directory %s:%s %04o\n" % (_user_name(info.st_uid), _group_name(info.st_gid), stat.S_IMODE(info.st_mode))
+
+
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group_name(gid):
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
+def _directories(module, wanted, diffs):
+    """Create the missing directories and set the attributes that differ; returns the paths that changed."""
+    changed = []
+    for item in wanted:
+        try:
+            int(item["mode"], 8)
+        except ValueError:
+            module.fail_json(msg="%s: mode %r is not an octal string such as '0755'" % (item["path"], item["mode"]))
+        try:
+            info = os.stat(item["path"])
+        except OSError:
+            info = None
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            module.fail_json(msg="%s exists and is not a directory" % item["path"])
+        if info is not None:
+            try:
+                if not file_state.attributes_differ(item["path"], item["owner"], item["group"], item["mode"]):
+                    continue
+            except KeyError:
+                pass  # an owner or group that does not exist yet: reported below (check mode) or refused (writing)
+        changed.append(item["path"])
+        diffs.append({"before_header": item["path"], "after_header": item["path"],
+                      "before": _directory_line(info) if info is not None else "",
+                      "after": "directory %s:%s %s\n" % (item["owner"], item["group"], item["mode"])})
+        if module.check_mode:
+            continue
+        try:
+            uid, gid = pwd.getpwnam(item["owner"]).pw_uid, grp.getgrnam(item["group"]).gr_gid
+        except KeyError as exc:
+            module.fail_json(msg="cannot create %s: %s does not exist" % (item["path"], exc))
+        if info is None:
+            os.makedirs(item["path"], int(item["mode"], 8))
+        os.chmod(item["path"], int(item["mode"], 8))
+        os.chown(item["path"], uid, gid)
+    return changed
+
+
 def _stale(prunes, wanted):
     found = []
     for prune in prunes:
@@ -217,7 +313,7 @@ def _stale(prunes, wanted):
             path = os.path.join(prune["directory"], name)
             if path in wanted or path in found or not fnmatch.fnmatch(name, prune["pattern"]) or not os.path.isfile(path):
                 continue
-            if prune["marker"] in (_read(path) or "").splitlines():
+            if prune["marker"] in (file_state.read_text(path) or "").splitlines():
                 found.append(path)
     return found
 
@@ -254,6 +350,13 @@ def run_module():
                 group=dict(type="str", default="root"),
                 mode=dict(type="str", default="0644"),
             )),
+            directories=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                owner=dict(type="str", default="root"),
+                group=dict(type="str", default="root"),
+                mode=dict(type="str", default="0755"),
+            )),
+            units=dict(type="list", elements="str", default=[]),
             prune=dict(type="list", elements="dict", default=[], options=dict(
                 directory=dict(type="path", required=True),
                 pattern=dict(type="str", required=True),
@@ -272,6 +375,10 @@ def run_module():
     )
     files = module.params["files"]
     secrets = module.params["secret_values"]
+    # Read before anything is written: what the caller must start afterwards.
+    units_to_start = host_state.units_to_start(module.params["units"], _unit_states(module, module.params["units"]))
+    diffs = []
+    changed_directories = _directories(module, module.params["directories"], diffs)
     # In check mode on a new host the user, group and directories may not exist yet: those files would change.
     pending = set()
     for item in files:
@@ -296,13 +403,12 @@ def run_module():
 
     credentials = set(p for service in module.params["services"] for p in service.get("credential_files") or [])
     changed_paths = []
-    diffs = []
     texts = {}
     for item in files:
-        before = _read(item["path"])
+        before = file_state.read_text(item["path"])
         texts[item["path"]] = (before, item["content"])
         if (item["path"] not in pending and before == item["content"]
-                and not _attributes_differ(item["path"], item["owner"], item["group"], item["mode"])):
+                and not file_state.attributes_differ(item["path"], item["owner"], item["group"], item["mode"])):
             continue
         changed_paths.append(item["path"])
         if before != item["content"] and item["path"] in credentials:
@@ -318,13 +424,14 @@ def run_module():
     stale = _stale(module.params["prune"], set(item["path"] for item in files))
     removed = stale if module.params["remove_stale"] else []
     for path in removed:
-        diffs.append({"before_header": path, "after_header": path, "before": _mask(_read(path) or "", secrets), "after": ""})
+        diffs.append({"before_header": path, "after_header": path, "before": _mask(file_state.read_text(path) or "", secrets), "after": ""})
         if not module.check_mode:
             os.remove(path)
 
     restarts = _restarts(module.params["services"], changed_paths, texts, module.check_mode)
-    result = dict(changed=bool(changed_paths or removed), changed_paths=changed_paths, stale=stale, removed=removed,
-                  restarts=restarts)
+    result = dict(changed=bool(changed_paths or removed or changed_directories), changed_paths=changed_paths, stale=stale,
+                  removed=removed, restarts=restarts, changed_directories=changed_directories,
+                  units_to_start=units_to_start)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

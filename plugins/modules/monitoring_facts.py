@@ -79,6 +79,41 @@ options:
     type: list
     elements: path
     default: []
+  files:
+    description:
+      - Files as M(pdserve.sglang.managed_files) takes them; those it would write are returned in RV(files_to_write),
+        so the role plans its configuration files in this same round trip.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.4.0
+    suboptions:
+      path:
+        description: Absolute path of the file.
+        type: path
+        required: true
+      content:
+        description: The whole content.
+        type: str
+        required: true
+      owner:
+        description: Owner (name).
+        type: str
+        default: root
+      group:
+        description: Group (name).
+        type: str
+        default: root
+      mode:
+        description: Permissions, as an octal string such as C("0640").
+        type: str
+        default: "0644"
+  secret_values:
+    description: Strings in O(files) (a password hash) that no log of this module's arguments may show.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
 notes:
   - Needs only the Python standard library on the managed host.
 seealso:
@@ -131,6 +166,13 @@ paths_missing:
   returned: always
   type: list
   elements: str
+files_to_write:
+  description:
+    - The paths of O(files) whose content, owner, group or mode differs, or whose owner, group or directory does not
+      exist yet (what M(pdserve.sglang.managed_files) would write).
+  returned: always
+  type: list
+  elements: str
 """
 
 import grp
@@ -139,6 +181,7 @@ import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import file_state
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_state
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -197,6 +240,14 @@ def run_module():
             line=dict(type="str", required=True),
         )),
         paths=dict(type="list", elements="path", default=[]),
+        files=dict(type="list", elements="dict", default=[], options=dict(
+            path=dict(type="path", required=True),
+            content=dict(type="str", required=True),
+            owner=dict(type="str", default="root"),
+            group=dict(type="str", default="root"),
+            mode=dict(type="str", default="0644"),
+        )),
+        secret_values=dict(type="list", elements="str", default=[], no_log=True),
     ), supports_check_mode=True)
     p = module.params
     installed = host_state.installed_packages(_read(DPKG_STATUS) or "") if p["packages"] else {}
@@ -211,6 +262,7 @@ def run_module():
         directories_to_fix=host_state.directory_fixes(p["directories"], _directories(p["directories"])),
         lines_missing=host_state.lines_missing(p["lines"], _read),
         paths_missing=[path for path in p["paths"] if not os.path.exists(path)],
+        files_to_write=file_state.files_to_write(p["files"]),
     )
 
 

@@ -289,3 +289,56 @@ def test_a_changed_credential_restarts_its_service_named_not_shown(run, tmp_path
     assert (tmp_path / "router-api-key").read_text() == "new-s3cret" and mode_of(tmp_path / "router-api-key") == 0o600
     result, _failed = run({"files": files, "services": services, "secret_values": ["new-s3cret", "adm1n"]})
     assert result["changed"] is False and result["restarts"] == []
+
+
+def directory(path, mode="0755"):
+    return {"path": str(path), "owner": USER, "group": GROUP, "mode": mode}
+
+
+def test_creates_a_directory_before_its_files_and_then_leaves_it(run, tmp_path):
+    wanted = tmp_path / "creds"
+    args = {"directories": [directory(wanted, "0700")], "files": [entry(wanted / "key", "k\n", "0600")]}
+    planned, failed = run(args, check_mode=True, diff=True)
+    assert failed is False, planned
+    assert planned["changed"] is True and planned["changed_directories"] == [str(wanted)]
+    assert planned["changed_paths"] == [str(wanted / "key")]
+    assert not wanted.exists()
+    assert planned["diff"][0]["after"] == "directory %s:%s 0700\n" % (USER, GROUP)
+    result, failed = run(args)
+    assert failed is False, result
+    assert result["changed_directories"] == [str(wanted)] and mode_of(wanted) == 0o700
+    assert (wanted / "key").read_text() == "k\n"
+    again, failed = run(args)
+    assert failed is False and again["changed"] is False and again["changed_directories"] == []
+
+
+def test_gives_an_existing_directory_its_mode(run, tmp_path):
+    wanted = tmp_path / "d"
+    wanted.mkdir(mode=0o777)
+    wanted.chmod(0o777)
+    result, failed = run({"directories": [directory(wanted, "0755")], "files": []})
+    assert failed is False and result["changed"] is True and result["changed_directories"] == [str(wanted)]
+    assert mode_of(wanted) == 0o755
+
+
+def test_refuses_a_directory_path_that_is_a_file(run, tmp_path):
+    path = write(tmp_path / "f", "x\n")
+    result, failed = run({"directories": [directory(path)], "files": []})
+    assert failed is True and "is not a directory" in result["msg"]
+
+
+def test_units_to_start_are_read_and_never_started(run, monkeypatch):
+    calls = []
+
+    def fake_run_command(self, cmd, **kwargs):
+        calls.append(cmd)
+        return 0, ("Id=a.service\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\n\n"
+                   "Id=b.service\nLoadState=loaded\nActiveState=inactive\nUnitFileState=enabled\n\n"
+                   "Id=c.service\nLoadState=loaded\nActiveState=active\nUnitFileState=disabled\n"), ""
+    monkeypatch.setattr(managed_files.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/bin/systemctl")
+    monkeypatch.setattr(managed_files.AnsibleModule, "run_command", fake_run_command)
+    result, failed = run({"files": [], "units": ["a.service", "b.service", "c.service", "d.service"]}, check_mode=True)
+    assert failed is False, result
+    assert result["units_to_start"] == ["b.service", "c.service", "d.service"]
+    assert result["changed"] is False
+    assert [c[1] for c in calls] == ["show"]

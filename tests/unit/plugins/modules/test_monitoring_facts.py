@@ -73,3 +73,27 @@ def test_a_fresh_host_says_what_is_missing(run, tmp_path):
 def test_nothing_asked_reads_nothing(run):
     result, failed = run({})
     assert not failed and result["calls"] == [] and result["packages"] == {}
+
+
+def test_files_to_write_are_those_managed_files_would_write(run, tmp_path):
+    same = tmp_path / "same.yml"
+    same.write_text("a: 1\n")
+    same.chmod(0o640)
+    other = tmp_path / "other.yml"
+    other.write_text("old\n")
+    other.chmod(0o644)
+    mode = tmp_path / "mode.yml"
+    mode.write_text("m\n")
+    mode.chmod(0o600)
+
+    def entry(path, content, file_mode, owner=USER):
+        return {"path": str(path), "content": content, "owner": owner, "group": GROUP, "mode": file_mode}
+    files = [entry(same, "a: 1\n", "0640"), entry(other, "new\n", "0644"), entry(mode, "m\n", "0644"),
+             entry(tmp_path / "absent.yml", "x\n", "0644"), entry(tmp_path / "no-dir" / "f.yml", "x\n", "0644"),
+             entry(same, "a: 1\n", "0640", owner="pdserve-no-such-user")]
+    result, failed = run({"files": files, "secret_values": ["s3cret"]}, check_mode=True)
+    assert failed is False, result
+    assert result["changed"] is False
+    assert result["files_to_write"] == [str(other), str(mode), str(tmp_path / "absent.yml"),
+                                        str(tmp_path / "no-dir" / "f.yml"), str(same)]
+    assert other.read_text() == "old\n"
