@@ -57,11 +57,14 @@ def _strict_part(topology, inventory_host):
 
 
 def server_units(topology, inventory_host, mode, model, settings):
-    """Unit and env file texts of this host's instances of one mode (list of dicts, see serving_units.server_unit)."""
+    """Unit and env file texts of this host's instances of one mode or a list of modes, in that order (list of dicts,
+    see serving_units.server_unit)."""
     entry = _strict_part(topology, inventory_host)
-    if mode not in ("prefill", "decode"):
-        raise AnsibleFilterError("mode must be prefill or decode, got %r" % (mode,))
-    return [server_unit(inst, model or {}, settings) for inst in entry[mode]]
+    modes = [mode] if isinstance(mode, str) else list(mode or [])
+    for mode in modes:
+        if mode not in ("prefill", "decode"):
+            raise AnsibleFilterError("mode must be prefill or decode, got %r" % (mode,))
+    return [server_unit(inst, model or {}, settings) for mode in modes for inst in entry[mode]]
 
 
 def router_unit_files(topology, inventory_host, settings):

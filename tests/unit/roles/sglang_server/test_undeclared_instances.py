@@ -18,7 +18,7 @@ PLAY = [{
     "hosts": "sglang_decode",
     "gather_facts": False,
     "connection": "local",
-    "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}", "sglang_server_mode": "decode",
+    "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}", "sglang_server_modes": ["decode"],
              "sglang_server_preflight": False, "sglang_model_path": "/models/m", "sglang_model_served_name": "m"},
     "roles": ["pdserve.sglang.sglang_server"],
 }]
