@@ -111,10 +111,10 @@ def report(data, seconds, label):
     total = collections.Counter()
     for role, counts in roles.items():
         total.update(counts)
-        print("  %-22s %7d %11d %8d %8d %8.1f" % (role, counts["remote"], counts["controller"], counts["skipped"],
-                                                   counts["changed"], counts["centiseconds"] / 100.0))
-    print("  %-22s %7d %11d %8d %8d %8.1f" % ("total", total["remote"], total["controller"], total["skipped"],
-                                               total["changed"], total["centiseconds"] / 100.0))
+        print("  %-22s %7d %11d %8d %8d %8.1f" % (
+            role, counts["remote"], counts["controller"], counts["skipped"], counts["changed"], counts["centiseconds"] / 100.0))
+    print("  %-22s %7d %11d %8d %8d %8.1f" % (
+        "total", total["remote"], total["controller"], total["skipped"], total["changed"], total["centiseconds"] / 100.0))
     print("  module calls (round trips), in order:")
     for remote, action, name, task_seconds in rows:
         if remote:
