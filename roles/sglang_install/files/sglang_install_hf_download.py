@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import sys
 import time
 from typing import Optional
@@ -38,6 +39,26 @@ def snapshot_commit(path: str, resolved: str) -> str:
     return name if COMMIT.match(name) else resolved
 
 
+def readable_only(local_dir: str) -> int:
+    """Take group and other write and the set-ID and sticky bits off every directory and file of this user under
+    local_dir (links are left alone): the servers read the tree and none may write it. huggingface_hub's lock files
+    (under .cache/huggingface/download/) are made writable by everyone whatever the umask. Returns how many entries
+    changed."""
+    changed = 0
+    uid = os.geteuid()
+    for root, dirs, files in os.walk(local_dir, followlinks=False):
+        for name in [""] + dirs + files:
+            path = os.path.join(root, name) if name else root
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode) or info.st_uid != uid:
+                continue
+            mode = stat.S_IMODE(info.st_mode)
+            if mode & 0o7022:
+                os.chmod(path, mode & ~0o7022)
+                changed += 1
+    return changed
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("repo_id")
@@ -54,6 +75,7 @@ def main(argv=None) -> int:
     print("downloading %s at %s (commit %s) into %s" % (args.repo_id, args.revision, resolved, args.local_dir), flush=True)
     # Files already complete in local_dir are kept; interrupted ones resume.
     path = snapshot_download(repo_id=args.repo_id, revision=resolved, local_dir=args.local_dir, token=token)
+    readable_only(args.local_dir)
     commit = snapshot_commit(path, resolved)
     if commit != resolved:
         sys.exit("the hub returned commit %s for %s, not the resolved %s" % (commit, args.revision, resolved))

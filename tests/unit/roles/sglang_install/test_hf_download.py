@@ -102,3 +102,33 @@ def test_model_yml_passes_no_token_through_an_environment():
     assert write["no_log"] is True and write["ansible.builtin.copy"]["mode"] == "0600"
     removes = [t for t in tasks if (t.get("ansible.builtin.file") or {}).get("state") == "absent"]
     assert [t["ansible.builtin.file"]["path"] for t in removes] == [write["ansible.builtin.copy"]["dest"]]
+
+
+def test_the_downloaded_tree_is_writable_by_its_owner_only(tmp_path):
+    """huggingface_hub leaves its lock files writable by everyone: the script takes group and other write (and set-ID
+    bits) off every entry of the model tree, links untouched."""
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "huggingface_hub.py").write_text("HfApi = snapshot_download = None\n")
+    sys.path[:0] = [str(hub), str(SCRIPT.parent)]
+    try:
+        import sglang_install_hf_download as download  # pylint: disable=import-outside-toplevel
+    finally:
+        del sys.path[:2]
+        sys.modules.pop("huggingface_hub", None)
+    tree = tmp_path / "model"
+    lock_dir = tree / ".cache" / "huggingface" / "download"
+    lock_dir.mkdir(parents=True)
+    lock = lock_dir / "config.json.lock"
+    lock.write_text("")
+    lock.chmod(0o666)
+    weights = tree / "weights.safetensors"
+    weights.write_text("w")
+    weights.chmod(0o4775)
+    (tree / "link").symlink_to("/etc/hostname")
+    lock_dir.chmod(0o777)
+    assert download.readable_only(str(tree)) == 3
+    assert oct(lock.stat().st_mode & 0o7777) == "0o644"
+    assert oct(weights.stat().st_mode & 0o7777) == "0o755"
+    assert oct(lock_dir.stat().st_mode & 0o7777) == "0o755"
+    assert download.readable_only(str(tree)) == 0
