@@ -146,6 +146,20 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
             for mode in modes for i in entry[mode] if i.get("local_url")]
 
 
+def play_modes(group_names, run_tags, skip_tags=(), group_of=None):
+    """The server modes a site.yml play deploys or waits for on a host: those of the host's groups that the run selects.
+
+    ``--tags prefill`` (or decode) names its own modes; a run that names neither (no tags, validate, install,
+    configure, ...) takes both; ``--skip-tags`` leaves a mode out. ``group_of``: {mode: group name}, the topology's
+    group names (GROUPS by default)."""
+    names = dict((mode, GROUPS[mode]) for mode in ("prefill", "decode"))
+    names.update(dict((k, v) for k, v in (group_of or {}).items() if k in names and v))
+    run_tags, skip_tags = set(run_tags or ()), set(skip_tags or ())
+    named = [mode for mode in ("prefill", "decode") if mode in run_tags]
+    return [mode for mode in (named or ["prefill", "decode"])
+            if names[mode] in (group_names or ()) and mode not in skip_tags]
+
+
 def ready_line(endpoint):
     """One summary line for a wait_ready endpoint result."""
     name = endpoint.get("name") or endpoint.get("url")
@@ -190,6 +204,7 @@ class FilterModule(object):
             "instance_env_files": instance_env_files,
             "switch_sources": switch_sources,
             "ready_line": ready_line,
+            "play_modes": play_modes,
             "systemd_quote": systemd_quote,
             "env_quote": env_quote,
         }

@@ -7,7 +7,8 @@ The secrets come as a JSON list of strings on stdin (never on this command line)
   secret_scan.py host [ROOT ...]   on a stand host, as root: every process's command line (/proc/*/cmdline),
                                    `systemctl status` of the collection's units, the whole journal as JSON (its
                                    _CMDLINE fields too), and every world-readable regular file under the ROOTs
-                                   (default /etc /opt /var /run /tmp /srv /home /root /usr/local)
+                                   that other users can reach (every directory on the way searchable by them;
+                                   default /etc /opt /var /run /tmp /srv /home /root /usr/local)
   secret_scan.py files FILE ...    the given files (the Ansible output of a run)
 
 Prints one JSON object: {"hits": [{"where": ..., "secret": index}], "scanned": {what: count}}. It exits 0 when it
@@ -57,11 +58,24 @@ def scan_logs(secrets):
     return hits, journal.count(b"\n")
 
 
+def _searchable(path):
+    """Whether another user can pass through directory ``path`` (its other-execute bit)."""
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
+
+
 def scan_files(roots, secrets, world_readable_only=True):
+    """World-readable regular files under the roots that another user can reach: a file below a directory others
+    cannot pass through (root's 0700 home, Ansible's 0700 temporary directories) is not theirs to read."""
     hits, count = [], 0
     for root in roots:
+        if world_readable_only and not _searchable(root):
+            continue
         for directory, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(directory, d))]
+            dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(directory, d))
+                       and (not world_readable_only or _searchable(os.path.join(directory, d)))]
             for name in files:
                 path = os.path.join(directory, name)
                 try:

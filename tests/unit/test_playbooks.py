@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 INVENTORIES = sorted(p.name for p in (ROOT / "inventories").iterdir() if p.is_dir())
@@ -63,16 +64,59 @@ def test_router_tag_lists_only_router_tasks_and_ends_validated():
     assert tasks[-1] == ("sglang_router", VALIDATE), tasks
 
 
-@pytest.mark.parametrize("tag,mode", [("prefill", "prefill"), ("decode", "decode")])
-def test_server_tags_touch_only_their_mode_and_end_validated(tag, mode):
+SERVERS = "sglang_prefill:sglang_decode"
+PLAY_MODES = "{{ group_names | pdserve.sglang.play_modes(ansible_run_tags, ansible_skip_tags) }}"
+
+
+@pytest.mark.parametrize("tag", ["prefill", "decode"])
+def test_server_tags_deploy_servers_and_end_validated(tag):
     tasks = _tasks(_playbook("-i", "inventories/blackwell", "--list-tasks", "--tags", tag))
-    other = "decode" if mode == "prefill" else "prefill"
-    assert any(play == "sglang_" + mode and "sglang_server : Write" in task for play, task in tasks), tasks
-    assert not any(play == "sglang_" + other for play, _task in tasks), tasks
+    # One play deploys and one waits for both modes of a host; which modes follows the run's tags (play_modes below).
+    assert any(play == SERVERS and "sglang_server : Write" in task for play, task in tasks), tasks
     # The router is not configured, only asked whether it sees its workers, then chat is validated.
     assert not any(task.startswith("pdserve.sglang.sglang_router :") for _play, task in tasks), tasks
-    assert ("sglang_" + mode, "Wait for this host's %s servers at once" % mode) in tasks, tasks
+    assert (SERVERS, "Wait for this host's model servers at once") in tasks, tasks
     assert tasks[-1] == ("sglang_router", VALIDATE), tasks
+
+
+def test_the_server_plays_take_their_modes_from_the_run_tags():
+    """The deploy play and the wait play both ask play_modes which of a host's modes this run selects."""
+    site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+    deploy = [play for play in site if play.get("hosts") == SERVERS]
+    assert len(deploy) == 1 and sorted(deploy[0]["tags"]) == ["decode", "prefill"], deploy
+    assert deploy[0]["roles"][0]["vars"]["sglang_server_modes"] == PLAY_MODES
+    validate = yaml.safe_load((ROOT / "playbooks" / "validate.yml").read_text())
+    wait = [play for play in validate if play.get("hosts") == SERVERS]
+    assert len(wait) == 1 and wait[0]["tasks"][0]["vars"]["sglang_server_wait_modes"] == PLAY_MODES
+
+
+@pytest.mark.parametrize("args,both_groups,decode_only", [
+    ([], ["prefill", "decode"], ["decode"]),
+    (["--tags", "prefill"], ["prefill"], []),
+    (["--tags", "decode"], ["decode"], ["decode"]),
+    (["--tags", "prefill,decode"], ["prefill", "decode"], ["decode"]),
+    (["--tags", "validate"], ["prefill", "decode"], ["decode"]),
+    (["--tags", "configure"], ["prefill", "decode"], ["decode"]),
+    (["--skip-tags", "decode"], ["prefill"], []),
+])
+def test_play_modes_under_the_run_tags_ansible_sets(tmp_path, args, both_groups, decode_only):
+    """play_modes as the playbooks call it, with the ansible_run_tags and ansible_skip_tags a real run sets: a host in
+    both groups and a decode-only host."""
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
+        "sglang_prefill": {"hosts": {"both": None}}, "sglang_decode": {"hosts": {"both": None, "decoder": None}}}}}))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "hosts": "all", "gather_facts": False, "connection": "local",
+        "tasks": [{"name": "Modes", "ansible.builtin.debug": {"msg": "MODES %s [{{ (%s) | join(',') }}]" % (
+            "{{ inventory_hostname }}", PLAY_MODES[3:-3])}, "tags": ["always"]}]}]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    env.setdefault("ANSIBLE_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
+                           "-i", str(tmp_path / "hosts.yml"), *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout
+    found = dict(re.findall(r"MODES (\w+) (\[[^\]]*\])", proc.stdout))
+    assert {host: [m for m in value[1:-1].split(",") if m] for host, value in found.items()} \
+        == {"both": both_groups, "decoder": decode_only}, proc.stdout
 
 
 def test_preflight_tag_only_judges():

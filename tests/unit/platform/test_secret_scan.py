@@ -36,8 +36,21 @@ def test_world_readable_files_only_and_processes(tmp_path):
     private.write_text(SECRET)
     private.chmod(0o600)
     (tmp_path / "open").chmod(0o644)
+    # A world-readable file in a directory others cannot pass through (0700, as root's home or Ansible's temporary
+    # directories) is not theirs to read; one in a directory they can pass through is.
+    closed, passable = tmp_path / "closed", tmp_path / "passable"
+    closed.mkdir(mode=0o700)
+    passable.mkdir(mode=0o711)
+    (closed / "open-inside").write_text(SECRET)
+    (passable / "open-inside").write_text(SECRET)
+    for path in (closed / "open-inside", passable / "open-inside"):
+        path.chmod(0o644)
+    closed.chmod(0o700)
+    tmp_path.chmod(0o755)
     hits, count = secret_scan.scan_files([str(tmp_path)], [SECRET.encode()])
-    assert hits == [{"where": str(tmp_path / "open"), "secret": 0}] and count == 1
+    assert sorted(h["where"] for h in hits) == [str(tmp_path / "open"), str(passable / "open-inside")] and count == 2
+    tmp_path.chmod(0o700)
+    assert secret_scan.scan_files([str(tmp_path)], [SECRET.encode()]) == ([], 0)
     # A process with the secret on its command line is found (this one's child).
     child = subprocess.Popen([sys.executable, "-c", "import sys, time; print(flush=True); time.sleep(30)", SECRET],
                              stdout=subprocess.PIPE)

@@ -50,7 +50,7 @@ class HostVarsVars(Mapping):
 
 def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
-    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "problem_line",
+    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "play_modes", "problem_line",
                                "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report", "router_unit_files",
                                "server_units", "serving_topology", "switch_sources", "systemd_quote", "unit_services",
                                "venv_name", "wait_endpoints"]
@@ -127,6 +127,43 @@ def test_problems_of_other_hosts_do_not_block_this_one(inventory):
     assert [u["unit"] for u in units] == ["sglang-prefill-0.service", "sglang-prefill-1.service"]
     with pytest.raises(AnsibleFilterError, match="the router on router-1 cannot reach http://127.0.0.1:30002"):
         F.server_units(topology, "gpu-decode-1", "decode", {"model_path": "/m"}, SERVER_SETTINGS)
+
+
+def test_server_units_of_both_modes_in_the_order_given(inventory):
+    topology = build_topology(*inventory("local"), defaults=TOPOLOGY_DEFAULTS)
+    host = sorted(topology["hosts"])[0]
+    prefill = F.server_units(topology, host, "prefill", {}, SERVER_SETTINGS)
+    decode = F.server_units(topology, host, ["decode"], {}, SERVER_SETTINGS)
+    assert prefill and decode
+    both = F.server_units(topology, host, ["prefill", "decode"], {}, SERVER_SETTINGS)
+    assert [u["unit"] for u in both] == [u["unit"] for u in prefill + decode]
+    assert [u["unit"] for u in F.server_units(topology, host, ["decode", "prefill"], {}, SERVER_SETTINGS)] \
+        == [u["unit"] for u in decode + prefill]
+    assert F.server_units(topology, host, [], {}, SERVER_SETTINGS) == []
+    with pytest.raises(AnsibleFilterError, match="mode must be prefill or decode, got 'router'"):
+        F.server_units(topology, host, ["prefill", "router"], {}, SERVER_SETTINGS)
+
+
+@pytest.mark.parametrize("groups,run_tags,skip_tags,expected", [
+    (["sglang_prefill", "sglang_decode"], ["all"], [], ["prefill", "decode"]),
+    (["sglang_decode", "sglang_prefill"], ["all"], [], ["prefill", "decode"]),
+    (["sglang_prefill", "sglang_decode"], ["prefill"], [], ["prefill"]),
+    (["sglang_prefill", "sglang_decode"], ["decode", "router"], [], ["decode"]),
+    (["sglang_prefill", "sglang_decode"], ["validate"], [], ["prefill", "decode"]),
+    (["sglang_prefill", "sglang_decode"], ["all"], ["prefill"], ["decode"]),
+    (["sglang_prefill", "sglang_decode"], ["prefill"], ["prefill"], []),
+    (["sglang_decode"], ["prefill"], [], []),
+    (["sglang_decode", "sglang_router"], ["all"], [], ["decode"]),
+    (["gpu_hosts"], ["all"], [], []),
+])
+def test_play_modes(groups, run_tags, skip_tags, expected):
+    assert F.play_modes(groups, run_tags, skip_tags) == expected
+
+
+def test_play_modes_with_renamed_groups():
+    assert F.play_modes(["pf"], ["all"], [], {"prefill": "pf"}) == ["prefill"]
+    assert F.play_modes(["sglang_prefill", "sglang_decode"], ["all"], [], {"prefill": "pf"}) == ["decode"]
+    assert F.play_modes(["pf", "dc"], ["all"], [], {"prefill": "pf", "decode": "dc", "router": "r"}) == ["prefill", "decode"]
 
 
 def test_server_units_unknown_mode(inventory):

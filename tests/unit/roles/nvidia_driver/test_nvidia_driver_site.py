@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""site.yml's driver play: `--tags driver` lists the nvidia_driver role's tasks for gpu_hosts and nothing
+"""site.yml's driver play: `--tags driver` includes the nvidia_driver role for gpu_hosts and nothing
 else, with the reboot throttled to one host at a time (not serial on the play)."""
 
 import os
@@ -27,15 +27,31 @@ def _list_tasks(inventory):
     return proc.stdout
 
 
-def test_driver_tag_lists_the_role_for_gpu_hosts_only():
+def _role_task_names():
+    names = []
+    for name in sorted(os.listdir(os.path.join(ROLE, "tasks"))):
+        with open(os.path.join(ROLE, "tasks", name)) as handle:
+            for task in yaml.safe_load(handle) or []:
+                names += [task.get("name")] + [t.get("name") for t in task.get("block", [])]
+    return names
+
+
+def test_driver_tag_includes_the_role_for_gpu_hosts_only():
     out = _list_tasks("blackwell")
     plays = re.findall(r"play #\d+ \(([^)]*)\): ([^\t]*)\t", out)
-    tasks = [line.strip().split("\t")[0] for line in out.splitlines() if "TAGS: [" in line and " : " in line]
-    driver = [t for t in tasks if t.startswith("pdserve.sglang.nvidia_driver : ")]
+    tasks = [line.strip().split("\t")[0] for line in out.splitlines() if "TAGS: [" in line]
     assert ("gpu_hosts", "NVIDIA driver and CUDA") in plays
-    assert "pdserve.sglang.nvidia_driver : Refuse, with every reason at once, a host that cannot take this driver" in driver
-    assert "pdserve.sglang.nvidia_driver : Verify the driver, GPU by GPU" in driver
+    # An include (a disabled layer is one skipped task), so --list-tasks shows the include, not the role's tasks.
+    assert "Install and verify the driver with pdserve.sglang.nvidia_driver" in tasks, tasks
+    role_tasks = _role_task_names()
+    assert "Refuse, with every reason at once, a host that cannot take this driver" in role_tasks
+    assert "Verify the driver, GPU by GPU" in role_tasks
     assert not [t for t in tasks if " : " in t and not t.startswith(("pdserve.sglang.nvidia_driver", "pdserve.sglang.sglang_"))]
+    with open(os.path.join(ROOT, "playbooks", "site.yml")) as handle:
+        play = [p for p in yaml.safe_load(handle) if p.get("tags") == ["driver"]][0]
+    include = [t for t in play["tasks"] if "ansible.builtin.include_role" in t]
+    assert [t["ansible.builtin.include_role"]["name"] for t in include] == ["pdserve.sglang.nvidia_driver"]
+    assert include[0]["when"] == "nvidia_driver_enabled | bool"
 
 
 def test_reboot_is_throttled_and_the_play_is_not_serial():
