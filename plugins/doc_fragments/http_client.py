@@ -46,7 +46,7 @@ options:
       - A CA certificate file (PEM) on the host the module runs on; C(https://) endpoints are verified against it instead
         of the system's trust store.
       - For a router served over TLS (C(sglang_router_tls) V(stack_ca) or V(provided)), the router role puts the CA that
-        issued its certificate at C(sglang_router_tls_ca_path) (C(/etc/sglang-router/ca.pem)) on the router hosts; the
+        issued its certificate at C(sglang_router_tls_ca_path) (C(/etc/pdserve/router-ca.pem)) on the router hosts; the
         serving topology names it as the router's C(ca_path).
       - Ignored with O(validate_certs=false). A file that cannot be read fails the module.
     type: path

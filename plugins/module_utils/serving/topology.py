@@ -105,7 +105,7 @@ def _router_tls(inventory_host, hv, problems, defaults):
         tls = "none"
     if tls != "none" and not (isinstance(ca_path, str) and ca_path.startswith("/")):
         problems.append(problem(inventory_host, "sglang_router_tls_ca_path", "must be an absolute path, got %r" % (ca_path,),
-                                "e.g. /etc/sglang-router/ca.pem (where the CA certificate goes on the router host)"))
+                                "e.g. /etc/pdserve/router-ca.pem (where the CA certificate goes on the router host)"))
     return {"tls": tls, "ca_path": ca_path if tls != "none" else None}
 
 

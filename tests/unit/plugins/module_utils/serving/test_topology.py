@@ -540,7 +540,7 @@ def test_with_tls_the_router_urls_are_https_and_its_clients_get_the_ca(mode):
     topology = three_hosts(r={"sglang_router_tls": mode})
     assert topology["problems"] == []
     router, = topology["routers"]
-    assert (router["tls"], router["ca_path"]) == (mode, "/etc/sglang-router/ca.pem")
+    assert (router["tls"], router["ca_path"]) == (mode, "/etc/pdserve/router-ca.pem")
     assert (router["url"], router["local_url"]) == ("https://10.0.0.5:30001", "https://127.0.0.1:30001")
     # The metrics port has no TLS in sglang-router 0.3.2.
     assert router["prometheus_local_url"] == "http://127.0.0.1:29000"
