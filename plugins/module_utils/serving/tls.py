@@ -53,9 +53,10 @@ def name_problems(host: str, extra: Any) -> List[Dict[str, Any]]:
     if not isinstance(extra, (list, tuple)):
         return [problem(host, "sglang_router_tls_extra_names", "must be a list of DNS names or addresses, got %r" % (extra,),
                         "e.g. [router.example.com]")]
-    bad = [n for n in extra if not isinstance(n, str) or not n or (
-        _address(n) is None and not all(part and len(part) < 64 and part.replace("-", "").replace("*", "").isalnum()
-                                        for part in n.strip().split(".")))]
+    def dns(name):
+        return all(part == "*" or (0 < len(part) < 64 and part.replace("-", "").isalnum()) for part in name.split("."))
+
+    bad = [n for n in extra if not isinstance(n, str) or not n or (_address(n) is None and not dns(n.strip()))]
     if bad:
         return [problem(host, "sglang_router_tls_extra_names", "holds entries that are neither a DNS name nor an address: %s"
                         % ", ".join(repr(b) for b in bad), "write each as router.example.com or 10.0.0.5")]

@@ -234,10 +234,7 @@ def test_results_without_an_answer():
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     """An HTTPS server on loopback with a certificate from a test CA, the CA, and another CA."""
-    import ssl
-    import sys
-    import os
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "support"))
+    import ssl  # pylint: disable=import-outside-toplevel
     from tls_support import TestCA  # pylint: disable=import-error,import-outside-toplevel
     directory = tmp_path_factory.mktemp("tls")
     ca, other = TestCA(directory, "stack CA"), TestCA(directory, "other CA")
