@@ -27,15 +27,30 @@ from module_runner import run_module  # noqa: E402  pylint: disable=wrong-import
 from tls_support import TestCA  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
-def stack_ca_play(directory, ca_dir, extra_names=()):
+# What the router role would write on the host, laid out from its own variables (nothing is written).
+RENDER = {"name": "Lay out the router's files", "ansible.builtin.debug": {"msg": "RENDER {{ {"
+          "'files': _sglang_router_files | map(attribute='path') | list, "
+          "'modes': _sglang_router_files | map(attribute='mode') | list, "
+          "'credentials': _sglang_router_unit.credential_files, 'directories': _sglang_router_directories, "
+          "'key_masked': _sglang_router_tls_texts.tls_key in _sglang_router_secrets, "
+          "'key_in_unit': 'PRIVATE KEY' in _sglang_router_unit.unit_text, "
+          "'check_lines': _sglang_router_unit.check_lines[-2:], 'url': _sglang_router_self.local_url} | to_json }}"}}
+
+
+def stack_ca_play(directory, ca_dir, extra_names=(), render=False):
     """Run the role's stack_ca tasks for one router host on loopback; (rc, the recap line, output)."""
     inventory = {"all": {"children": {"sglang_router": {"hosts": {HOST: {
         "ansible_connection": "local", "ansible_host": "127.0.0.1", "ansible_python_interpreter": sys.executable,
         "sglang_router_tls": "stack_ca", "sglang_router_tls_stack_ca_dir": str(ca_dir),
-        "sglang_router_tls_extra_names": list(extra_names)}}}}}}
+        "sglang_router_tls_extra_names": list(extra_names),
+        "sglang_router_api_key": CLIENT, "sglang_router_control_plane_api_key": ADMIN,
+        "sglang_prefill_instances": [{"name": "prefill-0", "port": 30000, "bootstrap_port": 8998}],
+        "sglang_decode_instances": [{"name": "decode-0", "port": 30002}]}}},
+        "sglang_prefill": {"hosts": {HOST: None}}, "sglang_decode": {"hosts": {HOST: None}}}}}
     play = [{"hosts": "sglang_router", "gather_facts": False, "roles": ["pdserve.sglang.sglang_defaults"],
              "tasks": [{"name": "The stack's CA and this router's certificate",
-                        "ansible.builtin.include_role": {"name": "pdserve.sglang.sglang_router", "tasks_from": "tls_ca"}}]}]
+                        "ansible.builtin.include_role": {"name": "pdserve.sglang.sglang_router", "tasks_from": "tls_ca",
+                                                         "public": True}}] + ([RENDER] if render else [])}]
     (directory / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (directory / "play.yml").write_text(yaml.safe_dump(play))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(stack.REPO, ".cache", "collections"),
@@ -93,6 +108,41 @@ def test_the_stack_ca_is_made_once_and_its_key_stays_in_its_directory(stack_ca):
     rc, recap, out = stack_ca_play(stack_ca["directory"], ca_dir)
     assert rc == 0 and "changed=0" in recap, out
     assert dict((p.name, p.read_bytes()) for p in ca_dir.iterdir()) == before
+
+
+def test_the_role_lays_out_cert_and_key_as_credentials_and_the_ca_for_the_clients(stack_ca):
+    rc, _recap, out = stack_ca_play(stack_ca["directory"], stack_ca["ca_dir"], render=True)
+    assert rc == 0, out
+    line = [x for x in out.splitlines() if '"msg": "RENDER ' in x][0]
+    laid = json.loads(json.loads("{%s}" % line.strip())["msg"][len("RENDER "):])
+    creds = "/etc/sglang-router/credentials/"
+    assert laid["credentials"] == [creds + "router-api-key", creds + "router-control-plane-api-key",
+                                   creds + "router-tls-cert", creds + "router-tls-key"]
+    assert dict(zip(laid["files"], laid["modes"])) == {
+        "/etc/sglang-router/router.env": "0640", "/etc/systemd/system/sglang-router.service": "0644",
+        creds + "router-api-key": "0600", creds + "router-control-plane-api-key": "0600",
+        creds + "router-tls-cert": "0600", creds + "router-tls-key": "0600",
+        "/usr/local/libexec/pdserve/pdserve_router_launch.py": "0644", "/etc/pdserve/router-ca.pem": "0644"}
+    assert {"path": "/etc/pdserve", "owner": "root", "group": "root", "mode": "0755"} in laid["directories"]
+    assert laid["key_masked"] is True and laid["key_in_unit"] is False
+    assert laid["check_lines"] == [["--tls-cert-path", "/run/credentials/sglang-router.service/router-tls-cert"],
+                                   ["--tls-key-path", "/run/credentials/sglang-router.service/router-tls-key"]]
+    assert laid["url"] == "https://127.0.0.1:30001"
+    assert "PRIVATE KEY-----" not in out
+
+
+def test_new_names_issue_the_certificate_again_from_the_same_ca(stack_ca, tmp_path):
+    import shutil
+    ca_dir = tmp_path / "router-ca"
+    shutil.copytree(str(stack_ca["ca_dir"]), str(ca_dir))
+    ca_before = (ca_dir / "ca.pem").read_bytes()
+    rc, recap, out = stack_ca_play(tmp_path, ca_dir, extra_names=["router.example.com"])
+    assert rc == 0 and "changed=2" in recap, out
+    from cryptography import x509
+    cert = x509.load_pem_x509_certificate((ca_dir / (HOST + ".pem")).read_bytes())
+    assert "router.example.com" in cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value \
+        .get_values_for_type(x509.DNSName)
+    assert (ca_dir / "ca.pem").read_bytes() == ca_before
 
 
 def test_the_certificate_names_the_host_its_address_and_loopback(stack_ca):
