@@ -210,3 +210,52 @@ def test_the_key_is_on_no_command_line_and_the_router_reads_it_from_the_credenti
     for secret in (body, CLIENT, ADMIN):
         assert secret not in cmdline and secret not in ps and secret not in tls_router.log_tail(400)
     assert "--tls-key-credential" in tls_router.command() and "--tls-key-path" not in tls_router.command()
+
+
+def preflight_play(directory, host_vars):
+    """The router role's preflight entry point for one router host on loopback (read-only); (rc, output)."""
+    ports = dict((k, stack.free_port()) for k in ("router", "prometheus", "prefill", "bootstrap", "decode"))
+    hv = {"ansible_connection": "local", "ansible_host": "127.0.0.1", "ansible_python_interpreter": sys.executable,
+          "sglang_router_host": "127.0.0.1", "sglang_router_port": ports["router"],
+          "sglang_router_prometheus_port": ports["prometheus"],
+          "sglang_router_api_key": CLIENT, "sglang_router_control_plane_api_key": ADMIN,
+          "sglang_prefill_instances": [{"name": "prefill-0", "port": ports["prefill"], "bootstrap_port": ports["bootstrap"]}],
+          "sglang_decode_instances": [{"name": "decode-0", "port": ports["decode"]}]}
+    hv.update(host_vars)
+    inventory = {"all": {"children": {"sglang_router": {"hosts": {HOST: hv}}, "sglang_prefill": {"hosts": {HOST: None}},
+                                      "sglang_decode": {"hosts": {HOST: None}}}}}
+    play = [{"hosts": "sglang_router", "gather_facts": False, "roles": ["pdserve.sglang.sglang_defaults"],
+             "tasks": [{"name": "Judge the router host", "ansible.builtin.include_role": {
+                 "name": "pdserve.sglang.sglang_router", "tasks_from": "preflight"}}]}]
+    (directory / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (directory / "play.yml").write_text(yaml.safe_dump(play))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(stack.REPO, ".cache", "collections"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(directory / "hosts.yml"), str(directory / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=stack.REPO, timeout=300, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_the_preflight_refuses_a_bad_tls_setup_naming_the_variable(tmp_path, stack_ca):
+    rc, out = preflight_play(tmp_path, {"sglang_router_tls": "stackca"})
+    assert rc != 0 and "sglang_router_tls: must be one of none, stack_ca, provided, got 'stackca'" in out, out
+    missing = str(tmp_path / "missing.pem")
+    rc, out = preflight_play(tmp_path, {"sglang_router_tls": "provided", "sglang_router_tls_cert_src": missing,
+                                        "sglang_router_tls_key_src": missing, "sglang_router_tls_ca_src": ""})
+    assert rc != 0 and "preflight found 3 problem(s)" in out, out
+    assert "sglang_router_tls_cert_src: cannot be read on the controller: %s" % missing in out
+    assert "sglang_router_tls_ca_src: is empty, but sglang_router_tls is provided" in out
+    # A key that is not the certificate's: the stack CA's own key given with the router's certificate.
+    ca_dir = stack_ca["ca_dir"]
+    rc, out = preflight_play(tmp_path, {"sglang_router_tls": "provided",
+                                        "sglang_router_tls_cert_src": str(ca_dir / (HOST + ".pem")),
+                                        "sglang_router_tls_key_src": str(ca_dir / "ca.key"),
+                                        "sglang_router_tls_ca_src": str(ca_dir / "ca.pem")})
+    assert rc != 0 and "sglang_router_tls_key_src: %s is not the key of the certificate" % (ca_dir / "ca.key") in out, out
+    assert "PRIVATE KEY-----" not in out
+    rc, out = preflight_play(tmp_path, {"sglang_router_tls": "provided",
+                                        "sglang_router_tls_cert_src": str(ca_dir / (HOST + ".pem")),
+                                        "sglang_router_tls_key_src": str(ca_dir / (HOST + ".key")),
+                                        "sglang_router_tls_ca_src": str(ca_dir / "ca.pem")})
+    assert rc == 0, out
