@@ -103,9 +103,9 @@ options:
     version_added: 0.4.0
   problems:
     description:
-      - Problems found on the controller, each C({host, variable, message, fix}), reported with the host's own (the
-        router role passes the TLS problems of P(pdserve.sglang.router_tls_problems#filter): its files are controller
-        paths).
+      - Problems found on the controller, each C({host, variable, message, fix}), reported with the host's own.
+      - The router role passes the TLS problems of P(pdserve.sglang.router_tls_problems#filter), whose files are
+        controller paths.
     type: list
     elements: dict
     default: []
