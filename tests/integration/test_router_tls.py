@@ -145,6 +145,21 @@ def test_new_names_issue_the_certificate_again_from_the_same_ca(stack_ca, tmp_pa
     assert (ca_dir / "ca.pem").read_bytes() == ca_before
 
 
+def test_a_new_ca_issues_the_router_certificate_again(stack_ca, tmp_path):
+    """README "Router TLS", rotating the whole CA: delete it; the next run makes a new one and issues from it."""
+    import shutil
+    from cryptography import x509
+    ca_dir = tmp_path / "router-ca"
+    shutil.copytree(str(stack_ca["ca_dir"]), str(ca_dir))
+    for name in ("ca.key", "ca.csr", "ca.pem"):
+        (ca_dir / name).unlink()
+    rc, recap, out = stack_ca_play(tmp_path, ca_dir)
+    assert rc == 0 and "changed=4" in recap, out
+    ca = x509.load_pem_x509_certificate((ca_dir / "ca.pem").read_bytes())
+    x509.load_pem_x509_certificate((ca_dir / (HOST + ".pem")).read_bytes()).verify_directly_issued_by(ca)
+    assert (ca_dir / (HOST + ".key")).read_bytes() == (stack_ca["ca_dir"] / (HOST + ".key")).read_bytes()
+
+
 def test_the_certificate_names_the_host_its_address_and_loopback(stack_ca):
     from cryptography import x509
     cert = x509.load_pem_x509_certificate((stack_ca["ca_dir"] / (HOST + ".pem")).read_bytes())
