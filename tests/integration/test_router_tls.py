@@ -183,6 +183,11 @@ def test_wait_ready_validate_chat_and_router_worker_over_https_with_the_ca(tls_r
                                                          worker_type="decode", state="present", timeout=30))
     assert not failed and result["changed"] is False, result
     assert CLIENT not in json.dumps(result) and ADMIN not in json.dumps(result)
+    # The certificate names localhost too.
+    from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
+    answer = HttpClient(api_key=CLIENT, ca_path=tls_router.ca_path, timeout=10).get(
+        tls_router.url.replace("127.0.0.1", "localhost") + "/v1/models")
+    assert answer.status == 200, answer.summary()
 
 
 @pytest.mark.parametrize("which", ["none", "other"])
