@@ -160,11 +160,21 @@ def _issued_by(cert, ca) -> bool:
         return False
 
 
-def router_tls_problems(host: str, router: Optional[Dict[str, Any]], files: Dict[str, Any], extra_names: Any = ()) -> List[Dict[str, Any]]:
-    """Every TLS problem of one router host found on the controller: the extra names, and for ``provided`` the files."""
+def router_tls_problems(host: str, router: Optional[Dict[str, Any]], files: Dict[str, Any], extra_names: Any = (),
+                        has_crypto_collection: bool = True) -> List[Dict[str, Any]]:
+    """Every TLS problem of one router host found on the controller: the extra names, for ``stack_ca`` what making the
+    CA needs (community.crypto, cryptography), and for ``provided`` the files."""
     if not router or router.get("tls") in (None, "none"):
         return []
     problems = name_problems(host, extra_names)
+    if router["tls"] == "stack_ca":
+        missing = [what for what, there in (("the community.crypto collection", has_crypto_collection),
+                                            ("the Python library cryptography", HAS_CRYPTOGRAPHY)) if not there]
+        if missing:
+            problems.append(problem(host, "sglang_router_tls", "is stack_ca, but the controller lacks %s (needed to "
+                                    "make the CA)" % " and ".join(missing),
+                                    "install PyPI's ansible package (it has community.crypto; ansible-core brings "
+                                    "cryptography), or use sglang_router_tls: provided"))
     if router["tls"] == "provided":
         problems += provided_problems(host, files, router)
     return problems

@@ -90,3 +90,11 @@ def test_a_relative_path_is_refused(files):
                                        ("router.example.com", False), (["bad name"], False), ([""], False)])
 def test_extra_names(extra, ok):
     assert (T.name_problems("r", extra) == []) is ok
+
+
+def test_stack_ca_needs_community_crypto_on_the_controller():
+    router = dict(ROUTER, tls="stack_ca")
+    assert T.router_tls_problems("r", router, {}) == []
+    (said,) = T.router_tls_problems("r", router, {}, has_crypto_collection=False)
+    assert said["variable"] == "sglang_router_tls" and "community.crypto" in said["message"]
+    assert "provided" in said["fix"]
