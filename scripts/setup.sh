@@ -25,7 +25,7 @@ PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 ANSIBLE_BUNDLE_VERSION=12.3.0
 # The bundle wheel's hash (PyPI's ansible-12.3.0-py3-none-any.whl): pip download refuses any other file.
 ANSIBLE_BUNDLE_SHA256=cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414
-BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general)
+BUNDLE_COLLECTIONS=(containers/podman ansible/posix community/general community/crypto)
 # iptables: netavark's firewall driver needs it for any podman network other than none (without
 # it a container on a network fails with "netavark (exit code 1): No such file or directory").
 # openssh-client: Ansible reaches the multi-host test stand over SSH.

@@ -6,7 +6,7 @@
 
 from typing import Any, Dict, Optional
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import CaFileError, HttpClient
 
 
 def http_argument_spec() -> Dict[str, Dict[str, Any]]:
@@ -19,17 +19,27 @@ def http_argument_spec() -> Dict[str, Dict[str, Any]]:
 
 
 def router_argument_spec() -> Dict[str, Dict[str, Any]]:
-    """The shared options plus the router's control-plane key, for modules that call its /workers API."""
+    """The shared options plus the router's control-plane key (its /workers API) and the CA file its TLS
+    certificate is verified against."""
     spec = http_argument_spec()
-    spec.update(control_plane_api_key=dict(type='str', no_log=True))
+    spec.update(control_plane_api_key=dict(type='str', no_log=True), ca_path=dict(type='path'))
     return spec
 
 
 def client_from_params(params: Dict[str, Any], timeout: Optional[float] = None) -> HttpClient:
-    """An HttpClient from the shared options (and control_plane_api_key, when the module has it)."""
+    """An HttpClient from the shared options (and control_plane_api_key and ca_path, when the module has them)."""
     return HttpClient(
         api_key=params.get('api_key'),
         control_plane_api_key=params.get('control_plane_api_key'),
         timeout=timeout if timeout is not None else params.get('request_timeout') or 30.0,
         validate_certs=params.get('validate_certs', True),
+        ca_path=params.get('ca_path'),
     )
+
+
+def module_client(module: Any, timeout: Optional[float] = None) -> HttpClient:
+    """client_from_params for a module: a CA file that cannot be used fails the module, saying which and why."""
+    try:
+        return client_from_params(module.params, timeout=timeout)
+    except CaFileError as exc:
+        module.fail_json(msg=str(exc))

@@ -9,6 +9,9 @@ Modules run on the serving hosts, which have no ``requests``. Every call returns
 (``status`` is ``None`` and ``error`` says why when nothing answered), because the callers
 report "what the endpoint last answered" rather than a traceback.
 
+A router served over TLS (sglang_router_tls) is verified against the CA file given as ``ca_path`` (the stack's CA
+or the operator's), instead of the system's trust store, which knows neither.
+
 Proxy environment variables are ignored on purpose: the endpoints are the serving hosts
 themselves (usually loopback or a private network), and a proxy in between would make the
 readiness and parser checks test the proxy.
@@ -45,9 +48,36 @@ def join_url(base: str, path: str) -> str:
     return base.rstrip('/') + '/' + path.lstrip('/')
 
 
+class CaFileError(ValueError):
+    """The CA file to verify against cannot be used (missing, unreadable, no certificate in it)."""
+
+
+def tls_context(ca_path: Optional[str] = None, validate_certs: bool = True) -> Optional[ssl.SSLContext]:
+    """The context for https:// endpoints: verifying against ``ca_path`` when given, not verifying at all with
+    ``validate_certs`` false, and None (Python's default: the system's trust store) otherwise."""
+    if not validate_certs:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    if not ca_path:
+        return None
+    try:
+        return ssl.create_default_context(cafile=ca_path)
+    except (OSError, ssl.SSLError) as exc:
+        raise CaFileError('cannot use the CA file %s to verify the router\'s certificate (%s): it is the CA certificate '
+                          'the router\'s certificate was issued by (PEM); the router role puts it there '
+                          '(sglang_router_tls_ca_path)' % (ca_path, getattr(exc, 'strerror', None) or exc))
+
+
 def describe_exception(exc: BaseException) -> str:
     """Short human description of a connection-level failure."""
     reason = getattr(exc, 'reason', exc)
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return ('TLS certificate not trusted (%s): verify against the CA that issued it (ca_path, the router\'s '
+                'sglang_router_tls_ca_path)' % (reason.verify_message or reason))
+    if isinstance(reason, ssl.SSLError):
+        return 'TLS failed: %s' % (reason.reason or reason)
     if isinstance(reason, (socket.timeout,)) or 'timed out' in str(reason):
         return 'timed out'
     if isinstance(reason, ConnectionRefusedError):
@@ -99,19 +129,22 @@ class HttpResult(object):
 
 
 class HttpClient(object):
-    """JSON over HTTP with an optional bearer token and a per-request timeout."""
+    """JSON over HTTP with an optional bearer token and a per-request timeout.
 
-    def __init__(self, api_key=None, timeout=30.0, validate_certs=True, headers=None, control_plane_api_key=None):
+    ``ca_path``: the CA file https:// endpoints are verified against (raises CaFileError when it cannot be read).
+    """
+
+    def __init__(self, api_key=None, timeout=30.0, validate_certs=True, headers=None, control_plane_api_key=None,
+                 ca_path=None):
         self.api_key = api_key
         # The router's worker-management key: sent instead of api_key on control-plane requests (/workers).
         self.control_plane_api_key = control_plane_api_key
         self.timeout = float(timeout)
         self.headers = dict(headers or {})
+        self.ca_path = ca_path
         handlers = [ProxyHandler({})]
-        if not validate_certs:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+        context = tls_context(ca_path, validate_certs)
+        if context is not None:
             handlers.append(HTTPSHandler(context=context))
         self._opener = build_opener(*handlers)
 

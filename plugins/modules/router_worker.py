@@ -24,6 +24,7 @@ author:
 extends_documentation_fragment:
   - pdserve.sglang.http_client
   - pdserve.sglang.http_client.control_plane
+  - pdserve.sglang.http_client.router_tls
   - ansible.builtin.action_common_attributes
 options:
   url:
@@ -128,7 +129,7 @@ seconds:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
-    client_from_params,
+    module_client,
     router_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import RouterAdmin, RouterError
@@ -161,7 +162,7 @@ def run_module(module, admin=None):
     if params['timeout'] <= 0 or params['interval'] <= 0:
         module.fail_json(msg='timeout and interval must be greater than 0')
     if admin is None:
-        admin = RouterAdmin(client_from_params(params), params['url'], interval=params['interval'])
+        admin = RouterAdmin(module_client(module), params['url'], interval=params['interval'])
     try:
         if params['state'] == 'absent':
             result = admin.remove(params['worker_url'], params['worker_type'], allow_last=params['allow_last'],

@@ -101,6 +101,15 @@ options:
       - The router's control-plane key, judged with O(router_settings); no problem message or output shows it.
     type: str
     version_added: 0.4.0
+  problems:
+    description:
+      - Problems found on the controller, each C({host, variable, message, fix}), reported with the host's own.
+      - The router role passes the TLS problems of P(pdserve.sglang.router_tls_problems#filter), whose files are
+        controller paths.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.4.0
   users:
     description:
       - Service users whose sockets count as this collection's own when C(/proc) does not show a socket's process.
@@ -264,6 +273,7 @@ def argument_spec():
         router_settings=dict(type="dict"),
         router_api_key=dict(type="str", no_log=True),
         router_control_plane_api_key=dict(type="str", no_log=True),
+        problems=dict(type="list", elements="dict", default=[]),
         users=dict(type="list", elements="str", default=["sglang"]),
         paths=dict(type="list", elements="dict", default=[], options=dict(
             var=dict(type="str", required=True),
@@ -334,8 +344,9 @@ def run_module():
         # The keys travel apart, as no_log options: inside router_settings -vvv and the host's journal would show them.
         keys = {"api_key": params["router_api_key"], "control_plane_api_key": params["router_control_plane_api_key"]}
         router_settings = dict(router_settings, **dict((k, v) for k, v in keys.items() if v))
+    controller = [dict((k, item.get(k)) for k in ("host", "variable", "message", "fix")) for item in params["problems"]]
     if params["scope"] == "settings":
-        problems = []
+        problems = list(controller)
         if instances:
             problems += unit_problems(host, "server", params["server_settings"])
         if entry["router"] is not None:
@@ -373,7 +384,7 @@ def run_module():
 
     server = dict(params["server"], own_uids=_uids(params["users"]))
     units = {"server": params["server_settings"], "router": router_settings}
-    problems = found + judge(host, topology, params["model"] if instances else None, server, observed, units)
+    problems = found + judge(host, topology, params["model"] if instances else None, server, observed, units) + controller
     result = dict(
         changed=False,
         problems=problems,

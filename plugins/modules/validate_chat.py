@@ -33,6 +33,7 @@ author:
 extends_documentation_fragment:
   - pdserve.sglang.http_client
   - pdserve.sglang.http_client.control_plane
+  - pdserve.sglang.http_client.router_tls
   - ansible.builtin.action_common_attributes
 options:
   url:
@@ -193,7 +194,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_che
     run_check,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
-    client_from_params,
+    module_client,
     router_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
@@ -322,7 +323,7 @@ def run_module(module):
     for name in params['checks']:
         if name not in checks:
             checks.append(name)
-    client = client_from_params(params, timeout=max(params['timeout'], params['request_timeout']))
+    client = module_client(module, timeout=max(params['timeout'], params['request_timeout']))
     url = params['url']
     if pair:
         client = PairClient(client, params['prefill_url'], params['decode_url'], params['bootstrap_port'])

@@ -28,6 +28,7 @@ author:
 extends_documentation_fragment:
   - pdserve.sglang.http_client
   - pdserve.sglang.http_client.control_plane
+  - pdserve.sglang.http_client.router_tls
   - ansible.builtin.action_common_attributes
 options:
   endpoints:
@@ -205,7 +206,7 @@ elapsed:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import (
-    client_from_params,
+    module_client,
     router_argument_spec,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import (
@@ -280,7 +281,7 @@ def run_module(module):
     validate_params(module)
     params = module.params
     endpoints = [Endpoint.from_option(item) for item in params['endpoints']]
-    client = client_from_params(params)
+    client = module_client(module)
     inspector = make_inspector(module, endpoints)
     waiter = Waiter(endpoints, client, timeout=params['timeout'], interval=params['interval'],
                     generate=params['generate'] and not module.check_mode, inspector=inspector)

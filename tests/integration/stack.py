@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -85,10 +86,11 @@ def merge_args(defaults, overrides=(), drop=()):
     return [token for group in merged if group[0] not in drop for token in group]
 
 
-def http_get(url, timeout=2.0, headers=None):
-    """(status, body text); status 0 when the connection fails."""
+def http_get(url, timeout=2.0, headers=None, context=None):
+    """(status, body text); status 0 when the connection fails (``context``: the SSL context of an https:// URL)."""
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as resp:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout,
+                                    context=context) as resp:
             return resp.status, resp.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")
@@ -208,17 +210,22 @@ class Router(_Process):
     name = "router"
 
     def __init__(self, prefill, decode, args=(), env=None, port=None, prometheus_port=None,
-                 drop=(), api_key=None, control_plane_api_key=None):
+                 drop=(), api_key=None, control_plane_api_key=None, tls=None):
         super().__init__(env)
-        # Keys go the way the unit passes them: files in a credentials directory, read by the launcher.
+        # Keys (and the TLS certificate and key: ``tls`` = (PEM text, PEM text, CA path)) go the way the unit passes
+        # them: files in a credentials directory, read by the launcher.
         self.api_key = api_key
         self.control_plane_api_key = control_plane_api_key
+        self.ca_path = tls[2] if tls else None
         self.launcher_args = []
-        if api_key or control_plane_api_key:
+        cert, key = (tls[0], tls[1]) if tls else (None, None)
+        if api_key or control_plane_api_key or tls:
             directory = tempfile.mkdtemp(prefix="pdserve-router-credentials-")
             for option, name, value in (("--api-key-credential", "router-api-key", api_key),
                                         ("--control-plane-api-key-credential", "router-control-plane-api-key",
-                                         control_plane_api_key)):
+                                         control_plane_api_key),
+                                        ("--tls-cert-credential", "router-tls-cert", cert),
+                                        ("--tls-key-credential", "router-tls-key", key)):
                 if value:
                     with open(os.path.join(directory, name), "w") as handle:
                         handle.write(value)
@@ -241,7 +248,10 @@ class Router(_Process):
 
     @property
     def url(self):
-        return "http://%s:%s" % (self.host, self.port)
+        return "%s://%s:%s" % ("https" if self.ca_path else "http", self.host, self.port)
+
+    def _context(self):
+        return ssl.create_default_context(cafile=self.ca_path) if self.ca_path else None
 
     @property
     def metrics_url(self):
@@ -254,7 +264,8 @@ class Router(_Process):
 
     def workers(self):
         key = self.control_plane_api_key or self.api_key
-        status, text = http_get(self.url + "/workers", headers={"Authorization": "Bearer " + key} if key else None)
+        status, text = http_get(self.url + "/workers", headers={"Authorization": "Bearer " + key} if key else None,
+                                context=self._context())
         if status != 200:
             return None
         try:
@@ -264,7 +275,7 @@ class Router(_Process):
 
     def _ready_now(self):
         """Ready: /readiness answers 200 (the router has healthy prefill and decode workers)."""
-        return http_get(self.url + "/readiness", timeout=1.0)[0] == 200
+        return http_get(self.url + "/readiness", timeout=1.0, context=self._context())[0] == 200
 
 
 class PDStack:

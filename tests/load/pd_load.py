@@ -34,6 +34,7 @@ import dataclasses
 import json
 import os
 import random
+import ssl
 import sys
 import time
 
@@ -64,6 +65,7 @@ class LoadConfig:
     watch_interval: float = 0.2
     seed: int = 0
     stop_file: str = ""      # the load ends early once this file exists (a test's "stop now")
+    ca_file: str = ""        # an https:// router is verified against this CA (sglang_router_tls)
 
 
 @dataclasses.dataclass
@@ -240,7 +242,8 @@ async def run_load(config):
              "deadline": started + config.duration}
     timeout = aiohttp.ClientTimeout(total=config.timeout)
     # One connection per client plus the watcher; no connection reuse across a dead router.
-    connector = aiohttp.TCPConnector(limit=config.concurrency + 1, force_close=True)
+    tls = ssl.create_default_context(cafile=config.ca_file) if config.ca_file else True
+    connector = aiohttp.TCPConnector(limit=config.concurrency + 1, force_close=True, ssl=tls)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         admin = {"Authorization": "Bearer " + config.admin_key} if config.admin_key else headers
         watcher = asyncio.create_task(_watch(config, state, session, admin)) if config.watch_workers else None
@@ -363,6 +366,7 @@ def parse_args(argv=None):
     parser.add_argument("--api-key-file", default="", help="file holding the router's client API key")
     parser.add_argument("--admin-key-file", default="",
                         help="file holding the router's control-plane key (for --watch-workers' GET /workers)")
+    parser.add_argument("--ca-file", default="", help="CA file an https:// router is verified against")
     parser.add_argument("--watch-workers", action="store_true", help="poll GET /workers and report health changes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stop-file", default="", help="end the load early once this file exists")
@@ -388,7 +392,8 @@ def main(argv=None):
                         concurrency=args.concurrency, stream_ratio=args.stream_ratio,
                         max_tokens=args.max_tokens, thinking=not args.no_thinking, timeout=args.timeout,
                         api_key=_read_key(args.api_key_file), admin_key=_read_key(args.admin_key_file),
-                        watch_workers=args.watch_workers, seed=args.seed, stop_file=args.stop_file)
+                        watch_workers=args.watch_workers, seed=args.seed, stop_file=args.stop_file,
+                        ca_file=args.ca_file)
     result = asyncio.run(run_load(config))
     if args.json_path:
         # Whole or not at all: a reader never sees half a file.

@@ -44,6 +44,14 @@ ROUTER_CREDENTIALS = (
     ("control_plane_api_key", "router-control-plane-api-key", "--control-plane-api-key-credential",
      "--control-plane-api-keys"),
 )
+# The router's TLS certificate and key (sglang_router_tls) travel the same way, but the router reads files: the launcher
+# adds the flag with the path of the credential systemd hands the process ($CREDENTIALS_DIRECTORY/NAME).
+ROUTER_TLS_CREDENTIALS = (
+    ("tls_cert", "router-tls-cert", "--tls-cert-credential", "--tls-cert-path"),
+    ("tls_key", "router-tls-key", "--tls-key-credential", "--tls-key-path"),
+)
+# Where systemd puts the router's credentials ($CREDENTIALS_DIRECTORY): what the flag check sees for a TLS path.
+CREDENTIALS_DIRECTORY = "/run/credentials/sglang-router.service"
 # The launcher's control-plane entry (id:name:role:key, role admin: the day-2 modules add and remove workers).
 CONTROL_PLANE_ENTRY = "pdserve:pdserve-operations:admin:%s"
 # What the flag check sees instead of a key: the parser judges the flag and the entry's format, never the key.
@@ -138,18 +146,26 @@ def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
     return lines
 
 
-def router_credentials(settings: Dict[str, Any]) -> List[Dict[str, str]]:
-    """The keys set in ``settings``, in launcher order: [{setting, name, option, flag}]."""
-    return [{"setting": setting, "name": name, "option": option, "flag": flag}
-            for setting, name, option, flag in ROUTER_CREDENTIALS if settings.get(setting)]
+def router_credentials(settings: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The keys, then the TLS certificate and key, set in ``settings``, in launcher order: [{setting, name, option,
+    flag, path}] (``path``: the router gets the credential's path, not its content)."""
+    found = [{"setting": setting, "name": name, "option": option, "flag": flag, "path": False}
+             for setting, name, option, flag in ROUTER_CREDENTIALS if settings.get(setting)]
+    found += [{"setting": setting, "name": name, "option": option, "flag": flag, "path": True}
+              for setting, name, option, flag in ROUTER_TLS_CREDENTIALS if settings.get(setting)]
+    return found
 
 
-def credential_lines(settings: Dict[str, Any], value: str = KEY_PLACEHOLDER) -> List[List[str]]:
-    """The lines the launcher adds for the keys set in ``settings``, with ``value`` for each key (the flag check's
-    placeholder by default)."""
+def credential_lines(settings: Dict[str, Any], value: str = KEY_PLACEHOLDER,
+                     directory: str = CREDENTIALS_DIRECTORY) -> List[List[str]]:
+    """The lines the launcher adds for the credentials set in ``settings``: ``value`` for each key (the flag check's
+    placeholder by default), the path under ``directory`` for the TLS certificate and key."""
     lines = []
     for item in router_credentials(settings):
-        lines.append([item["flag"], CONTROL_PLANE_ENTRY % value if item["setting"] == "control_plane_api_key" else value])
+        if item["path"]:
+            lines.append([item["flag"], "%s/%s" % (directory, item["name"])])
+        else:
+            lines.append([item["flag"], CONTROL_PLANE_ENTRY % value if item["setting"] == "control_plane_api_key" else value])
     return lines
 
 

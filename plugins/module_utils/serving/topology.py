@@ -27,7 +27,11 @@ GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sgl
 # The per-host variables the topology reads; their defaults are an input (sglang_topology_defaults of the role
 # pdserve.sglang.sglang_defaults, their one owner).
 TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_router_host", "sglang_router_port",
-                      "sglang_router_prometheus_host", "sglang_router_prometheus_port")
+                      "sglang_router_prometheus_host", "sglang_router_prometheus_port", "sglang_router_tls",
+                      "sglang_router_tls_ca_path")
+# TLS on the router's client port: off, a certificate from the stack's own CA (made on the controller), or the
+# operator's certificate, key and CA. The metrics port and the hop to the model servers stay plain HTTP.
+TLS_MODES = ("none", "stack_ca", "provided")
 # The router's keys and its opt-out, read from each router host's inventory to judge whether the router is open.
 # Unset means no key and no opt-out (the role defaults of pdserve.sglang.sglang_router say the same). Only whether a key
 # is set reaches the topology, never the key.
@@ -58,8 +62,8 @@ def local_host(bind):
     return "127.0.0.1" if bind in WILDCARD else bind
 
 
-def _url(host, port):
-    return "http://%s:%s" % (url_host(host), port)
+def _url(host, port, scheme="http"):
+    return "%s://%s:%s" % (scheme, url_host(host), port)
 
 
 def _router(inventory_host, hv, address, problems, defaults):
@@ -76,13 +80,45 @@ def _router(inventory_host, hv, address, problems, defaults):
             problems.append(problem(inventory_host, "sglang_router_" + key, "must be an address, got %r" % (router[key],),
                                     "e.g. 0.0.0.0 (all addresses) or 127.0.0.1"))
             router[key] = str(router[key])
-    router["url"] = _url(reach_host(router["host"], address), router["port"])
-    router["local_url"] = _url(local_host(router["host"]), router["port"])
+    router.update(_router_tls(inventory_host, hv, problems, defaults))
+    scheme = "http" if router["tls"] == "none" else "https"
+    router["url"] = _url(reach_host(router["host"], address), router["port"], scheme)
+    router["local_url"] = _url(local_host(router["host"]), router["port"], scheme)
+    router["tls_names"] = _tls_names(inventory_host, address, router) if router["tls"] != "none" else []
     prom = router["prometheus_host"]
     router["prometheus_local_url"] = _url(local_host(prom), router["prometheus_port"])
     router["prometheus_url"] = None if is_loopback(prom) else _url(reach_host(prom, address), router["prometheus_port"])
     router["auth"] = _router_auth(inventory_host, hv, router, problems)
     return router
+
+
+def _router_tls(inventory_host, hv, problems, defaults):
+    """{tls, ca_path}: the TLS mode of the router's client port, and where its clients find the CA file (None
+    without TLS)."""
+    tls = _get(hv, "sglang_router_tls", defaults)
+    ca_path = _get(hv, "sglang_router_tls_ca_path", defaults)
+    if tls not in TLS_MODES:
+        problems.append(problem(inventory_host, "sglang_router_tls", "must be one of %s, got %r%s"
+                                % (", ".join(TLS_MODES), tls, suggest(tls, TLS_MODES)),
+                                "none (plain HTTP), stack_ca (a CA the collection makes on the controller) or provided "
+                                "(sglang_router_tls_cert_src, _key_src and _ca_src: your files)"))
+        tls = "none"
+    if tls != "none" and not (isinstance(ca_path, str) and ca_path.startswith("/")):
+        problems.append(problem(inventory_host, "sglang_router_tls_ca_path", "must be an absolute path, got %r" % (ca_path,),
+                                "e.g. /etc/pdserve/router-ca.pem (where the CA certificate goes on the router host)"))
+    return {"tls": tls, "ca_path": ca_path if tls != "none" else None}
+
+
+def _tls_names(inventory_host, address, router):
+    """The names and addresses clients reach the router by, for its certificate: the host's address, its
+    inventory name, the address it is bound to (unless a wildcard), and loopback as the collection's own clients on
+    the host use it."""
+    names = []
+    for name in (address, inventory_host, reach_host(router["host"], address), local_host(router["host"]), "127.0.0.1",
+                 "localhost"):
+        if name and name not in names:
+            names.append(str(name))
+    return names
 
 
 _KEY_FIX = ("let Ansible make one on the controller: %s: \"{{ lookup('ansible.builtin.password', inventory_dir "

@@ -190,7 +190,9 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
     unit_dir, local_units (server units on this host to order after), restart_sec, timeout_stop_sec,
     start_limit_interval_sec, start_limit_burst, limit_nofile, hardening, api_key and control_plane_api_key (the
     secrets: each goes into a root-only credential file under credentials_dir, loaded by systemd with
-    LoadCredential= and read by the launcher; never into the unit, the env file or a command line), hf_hub_offline,
+    LoadCredential= and read by the launcher; never into the unit, the env file or a command line), tls_cert and
+    tls_key (the PEM texts of the client port's certificate and key, when TLS is on: credentials too, whose paths the
+    launcher hands the router), hf_hub_offline,
     hf_endpoint, env, fingerprint (dict: sglang_router, venv), and the router flags of
     serving_cmdline.ROUTER_FLAGS/ROUTER_SWITCHES plus extra_args.
     """

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import random
+import ssl
 import sys
 import time
 
@@ -205,6 +206,12 @@ async def one(session, url, headers, body, timeout):
     return record
 
 
+def tls_context(ca_file):
+    """An https:// router is verified against its CA (the stack's or the operator's), not the system's store; True is
+    aiohttp's default (verify against the system's store)."""
+    return ssl.create_default_context(cafile=ca_file) if ca_file else True
+
+
 async def level(args, concurrency, rng, offset):
     url = args.url.rstrip("/") + "/v1/chat/completions"
     headers = {"Content-Type": "application/json"}
@@ -218,7 +225,7 @@ async def level(args, concurrency, rng, offset):
     for body in bodies:
         queue.put_nowait(body)
     records = []
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency, ssl=tls_context(args.ca_file))
     async with aiohttp.ClientSession(connector=connector) as session:
         async def worker():
             while not queue.empty():
@@ -260,12 +267,13 @@ def main(argv=None):
     parser.add_argument("--json", help="write the configuration and the levels here")
     parser.add_argument("--csv", help="write one row per level here")
     parser.add_argument("--api-key-file", help="a file holding the router's API key (else PDSERVE_BENCH_API_KEY)")
+    parser.add_argument("--ca-file", help="the CA file an https:// router's certificate is verified against")
     args = parser.parse_args(argv)
     args.key = api_key(args.api_key_file)
     if aiohttp is None:
         parser.error("aiohttp is missing: run this with the router's Python (sglang-router brings aiohttp)")
     rows = asyncio.run(run(args))
-    config = dict((k, v) for k, v in vars(args).items() if k not in ("json", "csv", "key", "api_key_file"))
+    config = dict((k, v) for k, v in vars(args).items() if k not in ("json", "csv", "key", "api_key_file", "ca_file"))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"config": config, "levels": rows}, handle, indent=2)

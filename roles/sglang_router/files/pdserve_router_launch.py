@@ -9,7 +9,10 @@ $CREDENTIALS_DIRECTORY. This launcher reads them and calls the router's Python e
 (sglang_router.launch_router: parse_router_args, launch_router) with the flags built in Python:
 
     python pdserve_router_launch.py [--api-key-credential NAME] [--control-plane-api-key-credential NAME] \
-        -- ROUTER FLAGS...
+        [--tls-cert-credential NAME --tls-key-credential NAME] -- ROUTER FLAGS...
+
+The TLS certificate and key of the client port are credentials too: the router reads files, so the launcher passes
+the path of systemd's private copy ($CREDENTIALS_DIRECTORY/NAME, readable by the router alone), never the key itself.
 
 Installed by pdserve.sglang.sglang_router (root-owned, read-only); run by the router's own python.
 """
@@ -21,6 +24,8 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 # id:name:role:key, as sglang-router parses it; admin may add and remove workers.
 CONTROL_PLANE_ENTRY = "pdserve:pdserve-operations:admin:%s"
 SECRET_FLAGS = ("--api-key", "--control-plane-api-keys")
+# Given by the launcher when TLS is on; the same flag on the command line as well would be ambiguous.
+TLS_FLAGS = {"tls_cert_credential": "--tls-cert-path", "tls_key_credential": "--tls-key-path"}
 
 
 class LaunchError(Exception):
@@ -48,6 +53,24 @@ def read_credential(name: str, directory: Optional[str]) -> str:
     return value
 
 
+def credential_path(name: str, directory: Optional[str]) -> str:
+    """The path of credential ``name`` (a PEM file), after checking that it is there, readable and not empty."""
+    if not directory:
+        raise LaunchError("credential %s: $CREDENTIALS_DIRECTORY is not set; start the router through "
+                          "sglang-router.service, whose LoadCredential= provides it" % name)
+    path = os.path.join(directory, name)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+    except OSError as exc:
+        raise LaunchError("credential %s: cannot read %s (%s); the unit's LoadCredential= names it: rerun the "
+                          "router role (site.yml --tags router)" % (name, path, exc.strerror or exc))
+    if b"-----BEGIN " not in head:
+        raise LaunchError("credential %s (%s) is not a PEM file: check sglang_router_tls and its files, then rerun "
+                          "the router role" % (name, path))
+    return path
+
+
 def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
     """The launcher's own options (before ``--``) and the router's flags (after it)."""
     argv = list(argv)
@@ -61,6 +84,10 @@ def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
     parser.add_argument("--api-key-credential", metavar="NAME", help="credential holding the client key (--api-key)")
     parser.add_argument("--control-plane-api-key-credential", metavar="NAME",
                         help="credential holding the worker-management key (--control-plane-api-keys, role admin)")
+    parser.add_argument("--tls-cert-credential", metavar="NAME",
+                        help="credential holding the client port's TLS certificate chain (PEM, --tls-cert-path)")
+    parser.add_argument("--tls-key-credential", metavar="NAME",
+                        help="credential holding the client port's TLS private key (PEM, --tls-key-path)")
     return parser.parse_args(own), router
 
 
@@ -71,6 +98,14 @@ def router_argv(options: argparse.Namespace, router: Sequence[str], environ: Map
             raise LaunchError("%s is on the command line, where every local user can read it: give the key as a "
                               "credential (--api-key-credential / --control-plane-api-key-credential)"
                               % str(word).split("=", 1)[0])
+    tls = [option for option in TLS_FLAGS if getattr(options, option)]
+    if len(tls) == 1:
+        raise LaunchError("TLS needs both --tls-cert-credential and --tls-key-credential (got only --%s)"
+                          % tls[0].replace("_", "-"))
+    for word in router:
+        if tls and str(word).split("=", 1)[0] in TLS_FLAGS.values():
+            raise LaunchError("%s is on the command line and given by a credential: leave it to the credential"
+                              % str(word).split("=", 1)[0])
     argv = list(router)
     directory = environ.get("CREDENTIALS_DIRECTORY")
     if options.api_key_credential:
@@ -78,6 +113,8 @@ def router_argv(options: argparse.Namespace, router: Sequence[str], environ: Map
     if options.control_plane_api_key_credential:
         key = read_credential(options.control_plane_api_key_credential, directory)
         argv += ["--control-plane-api-keys", CONTROL_PLANE_ENTRY % key]
+    for option in tls:
+        argv += [TLS_FLAGS[option], credential_path(getattr(options, option), directory)]
     return argv
 
 

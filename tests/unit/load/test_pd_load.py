@@ -263,3 +263,30 @@ def test_keys_come_from_files_and_never_reach_the_record(tmp_path):
     text = json.dumps(result)
     assert "client-secret" not in text and "admin-secret" not in text
     assert result["config"]["api_key"] == "***" and result["config"]["admin_key"] == "***"
+
+
+def test_an_https_router_is_verified_against_the_ca_file(tmp_path):
+    """sglang_router_tls: the load verifies the router's certificate against --ca-file; without it, nothing passes."""
+    import ssl  # pylint: disable=import-outside-toplevel
+    from tls_support import TestCA  # pylint: disable=import-error,import-outside-toplevel
+    ca = TestCA(tmp_path, "stack CA")
+    cert, key = ca.issue(tmp_path, "router", ["127.0.0.1"])
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+
+    async def serve(**config):
+        app = make_app("ok")
+        runner = web.AppRunner(app.web, handle_signals=False)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
+        try:
+            return await pd_load.run_load(pd_load.LoadConfig(url="https://127.0.0.1:%d" % port, model="m", duration=0,
+                                                             requests=4, concurrency=2, timeout=5, **config))
+        finally:
+            await runner.cleanup()
+
+    assert asyncio.run(serve(ca_file=ca.path))["summary"]["ok"] == 4
+    refused = asyncio.run(serve())["summary"]
+    assert refused["ok"] == 0 and refused["failed"] == 4
+    assert pd_load.parse_args(["--url", "https://x", "--model", "m", "--ca-file", ca.path]).ca_file == ca.path

@@ -130,3 +130,13 @@ def test_http_errors_on_one_line():
     assert bench.http_error(401, b"Unauthorized\n  key") == "HTTP 401: Unauthorized key"
     assert bench.http_error(502, b"") == "HTTP 502"
     assert bench.http_error(500, b"x" * 500) == "HTTP 500: " + "x" * 200
+
+
+def test_an_https_router_is_verified_against_the_ca_file(tmp_path):
+    import ssl  # pylint: disable=import-outside-toplevel
+    from tls_support import TestCA  # pylint: disable=import-error,import-outside-toplevel
+    ca = TestCA(tmp_path, "stack CA")
+    assert bench.tls_context(None) is True
+    context = bench.tls_context(ca.path)
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
+    assert context.cert_store_stats()["x509_ca"] == 1

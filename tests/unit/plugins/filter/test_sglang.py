@@ -291,3 +291,12 @@ def test_ready_line():
     # Workers are only summarised for the router.
     assert F.ready_line({"name": "s", "url": "u", "ready": True, "seconds": 2, "kind": "server",
                          "details": {"workers": {"decode": 1}}}) == "s u ready in 2.0 s"
+
+
+def test_router_tls_filters_find_community_crypto_and_name_the_certificate():
+    from ansible_collections.pdserve.sglang.plugins.filter import router_tls as RT
+    router = {"tls": "stack_ca", "local_url": "https://127.0.0.1:30001", "tls_names": ["10.0.0.5", "r", "127.0.0.1"]}
+    # scripts/setup.sh unpacks community.crypto next to this collection.
+    assert RT.router_tls_problems(router, "r") == []
+    assert RT.router_tls_names(router, ["llm.example.com"]) == ["IP:10.0.0.5", "DNS:r", "IP:127.0.0.1", "DNS:llm.example.com"]
+    assert RT.router_tls_problems(dict(router, tls="none"), "r") == []

@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The options every HTTP module shares (module_utils/common_args.py) and the client made from them."""
 
+import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.pdserve.sglang.plugins.module_utils import common_args as CA
@@ -48,3 +49,27 @@ def test_client_without_certificate_checks():
     unchecked = https_contexts(CA.client_from_params({"validate_certs": False}))
     assert unchecked and unchecked[0].check_hostname is False
     assert https_contexts(CA.client_from_params({"validate_certs": True})) == []
+
+
+def test_the_router_modules_take_the_ca_file_of_a_tls_router(tmp_path):
+    assert CA.router_argument_spec()["ca_path"] == {"type": "path"}
+    assert "ca_path" not in CA.http_argument_spec()
+    from tls_support import TestCA  # pylint: disable=import-error,import-outside-toplevel
+    ca = TestCA(tmp_path)
+    client = CA.client_from_params({"ca_path": ca.path})
+    assert client.ca_path == ca.path
+    contexts = [h._context for h in client._opener.handlers  # pylint: disable=protected-access
+                if type(h).__name__ == "HTTPSHandler" and getattr(h, "_context", None) is not None]
+    assert contexts and contexts[0].cert_store_stats()["x509_ca"] == 1
+
+
+def test_a_ca_file_that_cannot_be_read_fails_the_module_naming_it(tmp_path):
+    class Module(object):
+        params = {"ca_path": str(tmp_path / "missing.pem")}
+
+        def fail_json(self, msg):
+            raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError) as failed:
+        CA.module_client(Module())
+    assert "missing.pem" in str(failed.value) and "sglang_router_tls_ca_path" in str(failed.value)

@@ -227,3 +227,69 @@ def test_results_without_an_answer():
     result = H.HttpResult("GET", "http://h/x", headers={"X-A": "1"})
     assert not result.ok and result.text == "" and result.json() is None and result.headers == {"x-a": "1"}
     assert not H.HttpResult("GET", "u", status=302).ok and H.HttpResult("GET", "u", status=299).ok
+
+
+# --- https: verified against the CA given as ca_path ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    """An HTTPS server on loopback with a certificate from a test CA, the CA, and another CA."""
+    import ssl  # pylint: disable=import-outside-toplevel
+    from tls_support import TestCA  # pylint: disable=import-error,import-outside-toplevel
+    directory = tmp_path_factory.mktemp("tls")
+    ca, other = TestCA(directory, "stack CA"), TestCA(directory, "other CA")
+    cert, key = ca.issue(directory, "router", ["127.0.0.1", "localhost"])
+    httpd = _Server(("127.0.0.1", 0), _Handler)
+    httpd.calls = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.url = "https://127.0.0.1:%d" % httpd.server_address[1]
+    yield {"server": httpd, "ca": ca.path, "other": other.path, "directory": directory}
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_https_with_the_ca_that_issued_the_certificate(tls):
+    client = H.HttpClient(ca_path=tls["ca"], timeout=5)
+    answer = client.get(tls["server"].url + "/json")
+    assert (answer.status, answer.json()) == (200, {"ok": True})
+    assert client.post_json(tls["server"].url + "/echo", {"a": 1}).json() == {"got": {"a": 1}}
+    stream = client.stream_sse(tls["server"].url + "/stream", {})
+    assert stream.status == 200 and stream.done
+
+
+def test_https_by_name_is_verified_too(tls):
+    url = tls["server"].url.replace("127.0.0.1", "localhost")
+    assert H.HttpClient(ca_path=tls["ca"], timeout=5).get(url + "/json").status == 200
+
+
+@pytest.mark.parametrize("which", [None, "other"])
+def test_https_without_the_ca_or_with_another_is_refused(tls, which):
+    client = H.HttpClient(ca_path=tls[which] if which else None, timeout=5)
+    answer = client.get(tls["server"].url + "/json")
+    assert answer.status is None and not answer.ok
+    assert answer.error.startswith("TLS certificate not trusted") and "ca_path" in answer.error
+    stream = client.stream_sse(tls["server"].url + "/stream", {})
+    assert stream.status is None and stream.error.startswith("TLS certificate not trusted")
+
+
+def test_validate_certs_false_skips_verification_whatever_the_ca(tls):
+    assert H.HttpClient(ca_path=tls["other"], validate_certs=False, timeout=5).get(tls["server"].url + "/json").status == 200
+
+
+@pytest.mark.parametrize("content", [None, b"not a certificate\n"])
+def test_a_ca_file_that_cannot_be_used_is_an_error_naming_it(tls, content):
+    path = tls["directory"] / ("bad-ca-%s.pem" % bool(content))
+    if content:
+        path.write_bytes(content)
+    with pytest.raises(H.CaFileError) as caught:
+        H.HttpClient(ca_path=str(path))
+    assert str(path) in str(caught.value) and "sglang_router_tls_ca_path" in str(caught.value)
+
+
+def test_plain_http_to_the_tls_port_gets_no_answer(tls):
+    answer = H.HttpClient(timeout=5).get(tls["server"].url.replace("https://", "http://") + "/json")
+    assert answer.status is None and answer.error

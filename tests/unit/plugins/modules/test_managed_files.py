@@ -342,3 +342,22 @@ def test_units_to_start_are_read_and_never_started(run, monkeypatch):
     assert result["units_to_start"] == ["b.service", "c.service", "d.service"]
     assert result["changed"] is False
     assert [c[1] for c in calls] == ["show"]
+
+
+def test_a_rotated_tls_key_restarts_the_router_named_and_never_shown(run, tmp_path):
+    """The router's TLS key is a credential file too (sglang_router_tls): many lines of PEM, never in the diff."""
+    old_key = "-----BEGIN PRIVATE KEY-----\nMIGHold-s3cret\n-----END PRIVATE KEY-----\n"
+    new_key = "-----BEGIN PRIVATE KEY-----\nMIGHnew-s3cret\n-----END PRIVATE KEY-----\n"
+    unit = write(tmp_path / "sglang-router.service", "[Service]\nExecStart=/bin/true\n")
+    key = write(tmp_path / "router-tls-key", old_key, 0o600)
+    files = [entry(unit, "[Service]\nExecStart=/bin/true\n"), entry(key, new_key, "0600")]
+    services = [{"unit": "sglang-router.service", "unit_path": unit, "credential_files": [key]}]
+    for check_mode in (True, False):
+        result, failed = run({"files": files, "services": services, "secret_values": [new_key]}, check_mode=check_mode,
+                             diff=True)
+        assert failed is False and result["changed_paths"] == [key]
+        assert result["restarts"][0]["reasons"] == ["credential router-tls-key"]
+        assert "s3cret" not in repr(result) and "MIGH" not in repr(result)
+        assert result["diff"] == [{"before_header": key, "after_header": key, "before": managed_files.HIDDEN,
+                                   "after": managed_files.HIDDEN}]
+    assert (tmp_path / "router-tls-key").read_text() == new_key and mode_of(tmp_path / "router-tls-key") == 0o600

@@ -392,3 +392,17 @@ def test_the_router_keys_travel_as_no_log_options_only():
     tasks = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_router", "tasks",
                               "preflight.yml"), encoding="utf-8").read()
     assert "rejectattr('key', 'in', ['api_key', 'control_plane_api_key'])" in tasks
+
+
+TLS_PROBLEM = {"host": "blackwell", "variable": "sglang_router_tls_key_src", "message": "/x/router.key is not the key of "
+               "the certificate /x/router.pem", "fix": "give the key the certificate was issued for"}
+
+
+@pytest.mark.parametrize("scope", ["all", "settings"])
+def test_problems_found_on_the_controller_are_reported_with_the_host_s_own(env, run, gpu_sysfs, blackwell, scope):
+    topology, model = blackwell()
+    result, failed = run(recorded_args(env, gpu_sysfs, topology, model, problems=[TLS_PROBLEM], scope=scope))
+    assert failed is True and result["problems"] == [TLS_PROBLEM]
+    assert "sglang_router_tls_key_src: /x/router.key is not the key" in result["msg"]
+    result, failed = run(recorded_args(env, gpu_sysfs, topology, model, scope=scope))
+    assert failed is False and result["problems"] == []

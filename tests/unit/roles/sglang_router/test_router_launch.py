@@ -76,3 +76,73 @@ def test_a_key_on_the_command_line_is_refused(credentials, capsys, word):
     rc, launched = run(["--"] + FLAGS + [word, "x:y:admin:k"], credentials)
     assert (rc, launched) == (2, [])
     assert "every local user can read it" in capsys.readouterr().err
+
+
+# --- TLS: the certificate and key are credentials whose paths the router gets -----------------------------------
+
+TLS_OPTIONS = ["--tls-cert-credential", "router-tls-cert", "--tls-key-credential", "router-tls-key"]
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"
+
+
+@pytest.fixture
+def tls_credentials(tmp_path):
+    (tmp_path / "router-tls-cert").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    (tmp_path / "router-tls-key").write_text(PEM_KEY)
+    return {"CREDENTIALS_DIRECTORY": str(tmp_path)}
+
+
+def test_tls_flags_point_into_the_credentials_directory(tls_credentials, capsys):
+    rc, launched = run(TLS_OPTIONS + ["--"] + FLAGS, tls_credentials)
+    directory = tls_credentials["CREDENTIALS_DIRECTORY"]
+    assert rc == 0
+    assert launched == [FLAGS + ["--tls-cert-path", os.path.join(directory, "router-tls-cert"),
+                                 "--tls-key-path", os.path.join(directory, "router-tls-key")]]
+    # The key's content goes nowhere: not into the router's arguments, not to stderr.
+    assert "MIGHAgEA" not in " ".join(launched[0]) and "MIGHAgEA" not in capsys.readouterr().err
+
+
+def test_tls_and_keys_together_are_what_the_router_parses(credentials, tls_credentials):
+    from sglang_router.launch_router import parse_router_args
+    # Both fixtures write into the one tmp_path: the keys and the TLS files side by side, as systemd hands them.
+    directory = tls_credentials["CREDENTIALS_DIRECTORY"]
+    assert credentials["CREDENTIALS_DIRECTORY"] == directory
+    _rc, (args,) = run(OPTIONS + TLS_OPTIONS + ["--"] + FLAGS, tls_credentials)
+    parsed = parse_router_args(args)
+    assert parsed.api_key == "client-key-1"
+    assert (parsed.server_cert_path, parsed.server_key_path) == (os.path.join(directory, "router-tls-cert"),
+                                                           os.path.join(directory, "router-tls-key"))
+
+
+@pytest.mark.parametrize("missing, why", [
+    ("router-tls-key", "cannot read"),
+    ("router-tls-cert", "cannot read"),
+])
+def test_a_missing_tls_credential_is_refused(tls_credentials, capsys, missing, why):
+    os.remove(os.path.join(tls_credentials["CREDENTIALS_DIRECTORY"], missing))
+    assert run(TLS_OPTIONS + ["--"] + FLAGS, tls_credentials) == (2, [])
+    err = capsys.readouterr().err
+    assert err.startswith("pdserve_router_launch: credential %s" % missing) and why in err
+
+
+def test_a_tls_credential_that_is_no_pem_file_is_refused_without_showing_it(tls_credentials, capsys):
+    with open(os.path.join(tls_credentials["CREDENTIALS_DIRECTORY"], "router-tls-key"), "w") as handle:
+        handle.write("not-a-key-s3cret")
+    assert run(TLS_OPTIONS + ["--"] + FLAGS, tls_credentials) == (2, [])
+    err = capsys.readouterr().err
+    assert "is not a PEM file" in err and "s3cret" not in err
+
+
+def test_tls_without_credentials_directory_is_refused(capsys):
+    assert run(TLS_OPTIONS + ["--"] + FLAGS, {}) == (2, [])
+    assert "$CREDENTIALS_DIRECTORY is not set" in capsys.readouterr().err
+
+
+def test_tls_needs_both_the_certificate_and_the_key(tls_credentials, capsys):
+    assert run(TLS_OPTIONS[:2] + ["--"] + FLAGS, tls_credentials) == (2, [])
+    assert "needs both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("word", ["--tls-key-path", "--tls-cert-path=/tmp/c.pem"])
+def test_a_tls_path_on_the_command_line_beside_the_credential_is_refused(tls_credentials, capsys, word):
+    assert run(TLS_OPTIONS + ["--"] + FLAGS + [word, "/tmp/x.pem"], tls_credentials) == (2, [])
+    assert "leave it to the credential" in capsys.readouterr().err

@@ -423,6 +423,20 @@ def test_keys_never_on_the_router_line_placeholders_for_the_flag_check():
     assert [c["name"] for c in C.router_credentials(settings)] == ["router-api-key", "router-control-plane-api-key"]
 
 
+def test_tls_certificate_and_key_are_credentials_whose_paths_the_flag_check_sees():
+    settings = {"api_key": "k", "tls_cert": "-----BEGIN CERTIFICATE-----", "tls_key": "-----BEGIN PRIVATE KEY-----s3cret"}
+    assert [(c["name"], c["option"], c["path"]) for c in C.router_credentials(settings)] == [
+        ("router-api-key", "--api-key-credential", False),
+        ("router-tls-cert", "--tls-cert-credential", True),
+        ("router-tls-key", "--tls-key-credential", True)]
+    lines = C.credential_lines(settings)
+    assert lines == [["--api-key", C.KEY_PLACEHOLDER],
+                     ["--tls-cert-path", "/run/credentials/sglang-router.service/router-tls-cert"],
+                     ["--tls-key-path", "/run/credentials/sglang-router.service/router-tls-key"]]
+    assert "s3cret" not in C.argv(lines)
+    assert C.credential_lines({"tls_cert": "", "tls_key": None}) == []
+
+
 def test_router_extra_args_grouped():
     lines = C.router_args(ROUTER, WORKERS, {"extra_args": ["--cors-allowed-origins", "https://a", "https://b", "--dp-aware"]})
     assert lines[-2:] == [["--cors-allowed-origins", "https://a", "https://b"], ["--dp-aware"]]
@@ -441,7 +455,7 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
                     cb_timeout_duration_secs=30, disable_circuit_breaker=True, disable_retries=True,
                     retry_initial_backoff_ms=200, retry_max_backoff_ms=3000, shutdown_grace_period_secs=20,
                     extra_args=["--max-concurrent-requests", "64"])
-    settings.update(api_key="k", control_plane_api_key="c")
+    settings.update(api_key="k", control_plane_api_key="c", tls_cert="PEM", tls_key="PEM")
     argv = C.argv(C.router_args(ROUTER, WORKERS, settings) + C.credential_lines(settings))
     parser = argparse.ArgumentParser()
     router_args.RouterArgs.add_cli_args(parser, use_router_prefix=False)
@@ -462,3 +476,6 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
     assert args.api_key == C.KEY_PLACEHOLDER
     # The launcher's control-plane entry as the router parses it: (id, name, key, role).
     assert args.control_plane_api_keys == [("pdserve", "pdserve-operations", C.KEY_PLACEHOLDER, "admin")]
+    # The client port's TLS files, as the launcher passes them (sglang-router keeps them as server_cert/key_path).
+    assert (args.server_cert_path, args.server_key_path) == ("/run/credentials/sglang-router.service/router-tls-cert",
+                                                             "/run/credentials/sglang-router.service/router-tls-key")

@@ -18,7 +18,7 @@ INSTANCE_KEYS = ("name", "mode", "unit", "host", "port", "bootstrap_port", "dist
                  "tp_size", "numa_node", "mem_fraction_static", "context_length", "advertise_host", "extra_args", "env", "metrics",
                  "inventory_host", "url", "local_url", "metrics_url")
 ROUTER_KEYS = ("inventory_host", "host", "port", "prometheus_host", "prometheus_port", "url", "local_url", "prometheus_url",
-               "prometheus_local_url")
+               "prometheus_local_url", "tls", "ca_path", "tls_names")
 
 
 def build_topology(host_vars, groups, **kwargs):
@@ -88,6 +88,10 @@ def test_blackwell(inventory):
         "prometheus_local_url": "http://127.0.0.1:29000",
         # Only whether each key is set: the keys themselves never enter the topology.
         "auth": {"api_key": True, "control_plane_api_key": True, "allow_unauthenticated": False},
+        # No TLS by default: no CA for the clients, no names for a certificate.
+        "tls": "none",
+        "ca_path": None,
+        "tls_names": [],
     }
     assert "from-lookup" not in json.dumps(topology)
 
@@ -521,3 +525,47 @@ def test_two_instances_of_one_host_on_one_port_are_one_problem():
     assert [(p["variable"], p["message"]) for p in clashes] == [
         ("sglang_decode_instances[d].port",
          "port 30000 is used by both sglang_prefill_instances[p].port and sglang_decode_instances[d].port")]
+
+
+# --- TLS on the router's client port -----------------------------------------------------------------
+
+def test_without_tls_the_router_urls_are_plain_http_and_there_is_no_ca():
+    router, = three_hosts()["routers"]
+    assert (router["tls"], router["ca_path"], router["tls_names"]) == ("none", None, [])
+    assert (router["url"], router["local_url"]) == ("http://10.0.0.5:30001", "http://127.0.0.1:30001")
+
+
+@pytest.mark.parametrize("mode", ["stack_ca", "provided"])
+def test_with_tls_the_router_urls_are_https_and_its_clients_get_the_ca(mode):
+    topology = three_hosts(r={"sglang_router_tls": mode})
+    assert topology["problems"] == []
+    router, = topology["routers"]
+    assert (router["tls"], router["ca_path"]) == (mode, "/etc/pdserve/router-ca.pem")
+    assert (router["url"], router["local_url"]) == ("https://10.0.0.5:30001", "https://127.0.0.1:30001")
+    # The metrics port has no TLS in sglang-router 0.3.2.
+    assert router["prometheus_local_url"] == "http://127.0.0.1:29000"
+    # What the certificate must name: the address, the inventory name, and loopback for the clients on the host.
+    assert router["tls_names"] == ["10.0.0.5", "r", "127.0.0.1", "localhost"]
+
+
+def test_tls_names_of_a_router_bound_to_one_address_and_the_ca_path_of_the_host():
+    router, = three_hosts(r={"sglang_router_tls": "stack_ca", "sglang_router_host": "10.0.0.6",
+                             "sglang_router_tls_ca_path": "/etc/pki/router-ca.pem"})["routers"]
+    assert router["tls_names"] == ["10.0.0.5", "r", "10.0.0.6", "127.0.0.1", "localhost"]
+    assert (router["local_url"], router["ca_path"]) == ("https://10.0.0.6:30001", "/etc/pki/router-ca.pem")
+
+
+@pytest.mark.parametrize("value, said", [
+    ("stackca", "must be one of none, stack_ca, provided, got 'stackca' (did you mean 'stack_ca'?)"),
+    (True, "must be one of none, stack_ca, provided, got True"),
+])
+def test_an_unknown_tls_mode_is_a_problem_naming_the_variable(value, said):
+    topology = three_hosts(r={"sglang_router_tls": value})
+    assert messages(topology) == [("r", "sglang_router_tls", said)]
+    assert "stack_ca" in topology["problems"][0]["fix"]
+    assert topology["routers"][0]["url"].startswith("http://")
+
+
+def test_a_relative_ca_path_is_a_problem():
+    topology = three_hosts(r={"sglang_router_tls": "provided", "sglang_router_tls_ca_path": "ca.pem"})
+    assert messages(topology) == [("r", "sglang_router_tls_ca_path", "must be an absolute path, got 'ca.pem'")]

@@ -670,6 +670,42 @@ def test_router_unit_without_keys(inventory):
     assert ("After", "network-online.target") in sections(unit["unit_text"])["Unit"]
 
 
+PEM_CERT = "-----BEGIN CERTIFICATE-----\nMIIBcert\n-----END CERTIFICATE-----\n"
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIGHkey-s3cret\n-----END PRIVATE KEY-----\n"
+
+
+def test_router_unit_with_tls_loads_certificate_and_key_as_credentials(inventory):
+    router, workers = blackwell_router(inventory)
+    settings = router_settings(api_key=SECRET, control_plane_api_key=CONTROL_SECRET, tls_cert=PEM_CERT, tls_key=PEM_KEY)
+    unit = U.router_unit(router, workers, settings)
+    text = unit["unit_text"]
+    assert "MIGHkey-s3cret" not in text and "MIGHkey-s3cret" not in unit["env_text"]
+    assert [v for k, v in sections(text)["Service"] if k == "LoadCredential"] == [
+        "router-api-key:%s/router-api-key" % CREDENTIALS,
+        "router-control-plane-api-key:%s/router-control-plane-api-key" % CREDENTIALS,
+        "router-tls-cert:%s/router-tls-cert" % CREDENTIALS,
+        "router-tls-key:%s/router-tls-key" % CREDENTIALS]
+    words = exec_words(text)
+    assert words[LAUNCH_WORDS:LAUNCH_WORDS + 9] == [
+        "--api-key-credential", "router-api-key", "--control-plane-api-key-credential", "router-control-plane-api-key",
+        "--tls-cert-credential", "router-tls-cert", "--tls-key-credential", "router-tls-key", "--"]
+    assert "--tls-key-path" not in words and "--tls-cert-path" not in words
+    assert unit["files"][-2:] == [
+        {"path": CREDENTIALS + "/router-tls-cert", "content": PEM_CERT, "owner": "root", "group": "root", "mode": "0600"},
+        {"path": CREDENTIALS + "/router-tls-key", "content": PEM_KEY, "owner": "root", "group": "root", "mode": "0600"}]
+    assert unit["credential_files"][-2:] == [CREDENTIALS + "/router-tls-cert", CREDENTIALS + "/router-tls-key"]
+    # The router's own parser sees the TLS flags, with the paths systemd hands the router.
+    assert unit["check_lines"][-2:] == [["--tls-cert-path", "/run/credentials/sglang-router.service/router-tls-cert"],
+                                        ["--tls-key-path", "/run/credentials/sglang-router.service/router-tls-key"]]
+
+
+def test_router_unit_without_tls_has_no_tls_credential(inventory):
+    router, workers = blackwell_router(inventory)
+    unit = U.router_unit(router, workers, router_settings(api_key="k", control_plane_api_key="a", tls_cert="", tls_key=""))
+    assert "tls" not in unit["unit_text"] and not any("tls" in path for path in unit["credential_files"])
+    assert unit["unit_text"] == U.router_unit(router, workers, router_settings(api_key="k", control_plane_api_key="a"))["unit_text"]
+
+
 def test_router_env_file(inventory):
     router, workers = blackwell_router(inventory)
     settings = router_settings(hf_hub_offline=False, hf_endpoint="http://127.0.0.1:9", api_key="k", env={"Z": "1", "A": 'x"$y'})
