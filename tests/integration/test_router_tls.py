@@ -28,13 +28,14 @@ from tls_support import TestCA  # noqa: E402  pylint: disable=wrong-import-posit
 
 
 # What the router role would write on the host, laid out from its own variables (nothing is written).
-RENDER = {"name": "Lay out the router's files", "ansible.builtin.debug": {"msg": "RENDER {{ {"
-          "'files': _sglang_router_files | map(attribute='path') | list, "
-          "'modes': _sglang_router_files | map(attribute='mode') | list, "
-          "'credentials': _sglang_router_unit.credential_files, 'directories': _sglang_router_directories, "
-          "'key_masked': _sglang_router_tls_texts.tls_key in _sglang_router_secrets, "
-          "'key_in_unit': 'PRIVATE KEY' in _sglang_router_unit.unit_text, "
-          "'check_lines': _sglang_router_unit.check_lines[-2:], 'url': _sglang_router_self.local_url} | to_json }}"}}
+RENDER_FIELDS = (
+    "'files': _sglang_router_files | map(attribute='path') | list, "
+    "'modes': _sglang_router_files | map(attribute='mode') | list, "
+    "'credentials': _sglang_router_unit.credential_files, 'directories': _sglang_router_directories, "
+    "'key_masked': _sglang_router_tls_texts.tls_key in _sglang_router_secrets, "
+    "'key_in_unit': 'PRIVATE KEY' in _sglang_router_unit.unit_text, "
+    "'check_lines': _sglang_router_unit.check_lines[-2:], 'url': _sglang_router_self.local_url")
+RENDER = {"name": "Lay out the router's files", "ansible.builtin.debug": {"msg": "RENDER {{ {" + RENDER_FIELDS + "} | to_json }}"}}
 
 
 def stack_ca_play(directory, ca_dir, extra_names=(), render=False):
@@ -172,9 +173,8 @@ def test_wait_ready_validate_chat_and_router_worker_over_https_with_the_ca(tls_r
     from ansible_collections.pdserve.sglang.plugins.modules import router_worker, validate_chat, wait_ready
     assert tls_router.url.startswith("https://127.0.0.1:")
     keys = {"api_key": CLIENT, "control_plane_api_key": ADMIN, "ca_path": tls_router.ca_path}
-    result, failed = run_module(wait_ready.main, dict(keys, endpoints=[{"url": tls_router.url, "kind": "router",
-                                                                        "expected_prefill": 1, "expected_decode": 1}],
-                                                     timeout=60))
+    endpoints = [{"url": tls_router.url, "kind": "router", "expected_prefill": 1, "expected_decode": 1}]
+    result, failed = run_module(wait_ready.main, dict(keys, endpoints=endpoints, timeout=60))
     assert not failed, result
     result, failed = run_module(validate_chat.main, dict(keys, url=tls_router.url, timeout=60))
     assert not failed, result
@@ -196,8 +196,8 @@ def test_a_client_without_the_ca_or_with_another_is_refused(tls_router, tmp_path
     keys = {"api_key": CLIENT, "control_plane_api_key": ADMIN}
     if which == "other":
         keys["ca_path"] = TestCA(tmp_path, "another CA").path
-    result, failed = run_module(wait_ready.main, dict(keys, endpoints=[{"url": tls_router.url, "kind": "router"}],
-                                                     timeout=3, interval=0.5))
+    endpoints = [{"url": tls_router.url, "kind": "router"}]
+    result, failed = run_module(wait_ready.main, dict(keys, endpoints=endpoints, timeout=3, interval=0.5))
     assert failed and "TLS certificate not trusted" in json.dumps(result), result
     result, failed = run_module(validate_chat.main, dict(keys, url=tls_router.url, timeout=10, checks=["basic"]))
     assert failed and "TLS certificate not trusted" in json.dumps(result), result

@@ -53,6 +53,7 @@ def name_problems(host: str, extra: Any) -> List[Dict[str, Any]]:
     if not isinstance(extra, (list, tuple)):
         return [problem(host, "sglang_router_tls_extra_names", "must be a list of DNS names or addresses, got %r" % (extra,),
                         "e.g. [router.example.com]")]
+
     def dns(name):
         return all(part == "*" or (0 < len(part) < 64 and part.replace("-", "").isalnum()) for part in name.split("."))
 

@@ -109,8 +109,8 @@ def test_tls_and_keys_together_are_what_the_router_parses(credentials, tls_crede
     _rc, (args,) = run(OPTIONS + TLS_OPTIONS + ["--"] + FLAGS, tls_credentials)
     parsed = parse_router_args(args)
     assert parsed.api_key == "client-key-1"
-    assert (parsed.server_cert_path, parsed.server_key_path) == (os.path.join(directory, "router-tls-cert"),
-                                                           os.path.join(directory, "router-tls-key"))
+    expected = (os.path.join(directory, "router-tls-cert"), os.path.join(directory, "router-tls-key"))
+    assert (parsed.server_cert_path, parsed.server_key_path) == expected
 
 
 @pytest.mark.parametrize("missing, why", [
