@@ -14,6 +14,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.operations import v
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line as problem_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import unit_problems as _unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
     GROUPS,
     build_topology,
@@ -119,6 +120,16 @@ def problem_line(item):
     return problem_text(item)
 
 
+def unit_problems(settings, host, role):
+    """What the renderer would refuse in a role's unit settings, as problems (the preflight's settings scope, judged
+    on the controller without a round trip). Problems name variables, never a value."""
+    if role not in ("server", "router"):
+        raise AnsibleFilterError("unit_problems: role must be server or router, got %r" % (role,))
+    if settings is not None and not isinstance(settings, dict):
+        raise AnsibleFilterError("unit_problems: pass the role's settings as a dict")
+    return _unit_problems(host, role, settings)
+
+
 def instance_env_files(names, config_dir="/etc/sglang"):
     """[{name, env_file}] of instance names, for pdserve.sglang.venv_state."""
     return venv_state.instance_env_files(names, config_dir)
@@ -199,6 +210,7 @@ class FilterModule(object):
             "roll_plan_lines": roll_plan_lines,
             "roll_report": roll_report,
             "problem_line": problem_line,
+            "unit_problems": unit_problems,
             "venv_name": venv_name,
             "release_label": release_label,
             "instance_env_files": instance_env_files,

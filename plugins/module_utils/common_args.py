@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 
-"""Argument spec pieces shared by the HTTP modules (documented in doc_fragments/http_client.py)."""
+"""Argument spec pieces shared by several modules: the HTTP modules' (documented in doc_fragments/http_client.py) and
+the service account check's (doc_fragments/service_account_check.py)."""
 
 from typing import Any, Dict, Optional
 
@@ -24,6 +25,19 @@ def router_argument_spec() -> Dict[str, Dict[str, Any]]:
     spec = http_argument_spec()
     spec.update(control_plane_api_key=dict(type='str', no_log=True), ca_path=dict(type='path'))
     return spec
+
+
+def account_argument_spec() -> Dict[str, Dict[str, Any]]:
+    """The ``account`` option of the modules that read whether a service account would change."""
+    return dict(account=dict(type='dict', options=dict(
+        name=dict(type='str', required=True),
+        group=dict(type='str', required=True),
+        home=dict(type='path', required=True),
+        shell=dict(type='path', default='/usr/sbin/nologin'),
+        extra_groups=dict(type='list', elements='str', default=[]),
+        config_dir=dict(type='path'),
+        config_mode=dict(type='str', default='0750'),
+    )))
 
 
 def client_from_params(params: Dict[str, Any], timeout: Optional[float] = None) -> HttpClient:

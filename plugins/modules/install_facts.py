@@ -23,6 +23,7 @@ description:
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
+  - pdserve.sglang.service_account_check
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
@@ -107,6 +108,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+account_to_fix:
+  description: Whether P(pdserve.sglang.service_account#module) would change the O(account); V(null) without one.
+  returned: always
+  type: bool
+  version_added: 0.4.0
 python:
   description: The interpreter of O(python).
   returned: always
@@ -259,6 +265,8 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import account_argument_spec
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import service_account
 from ansible_collections.pdserve.sglang.plugins.module_utils.install.host import gather
 
 
@@ -274,6 +282,7 @@ def argument_spec():
         paths=dict(type="list", elements="path", default=[]),
         users=dict(type="list", elements="str", default=[]),
         venv_python=dict(type="path"),
+        **account_argument_spec()
     )
 
 
@@ -289,7 +298,9 @@ def run_module():
 
     facts = gather(run, which, params["python"], params["cuda_home"], params["disk"], params["paths"], params["users"],
                    params["venv_python"])
-    module.exit_json(changed=False, ansible_facts={"pdserve_install": facts}, **facts)
+    # Not a fact: it is stale as soon as the caller fixed the account.
+    module.exit_json(changed=False, ansible_facts={"pdserve_install": facts},
+                     account_to_fix=service_account.differs(params["account"]), **facts)
 
 
 def main():

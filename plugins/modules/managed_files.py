@@ -18,6 +18,7 @@ description:
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
+  - pdserve.sglang.service_account_check
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -189,6 +190,11 @@ changed_directories:
   returned: always
   type: list
   elements: str
+account_to_fix:
+  description: Whether P(pdserve.sglang.service_account#module) would change the O(account); V(null) without one.
+  returned: always
+  type: bool
+  version_added: 0.4.0
 units_to_start:
   description: The O(units) that are not both enabled and running (read before anything is written).
   returned: always
@@ -214,7 +220,9 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import account_argument_spec
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import file_state
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import service_account
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_state
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import unit_reasons
 
@@ -370,6 +378,7 @@ def run_module():
                 env_file=dict(type="path"),
                 credential_files=dict(type="list", elements="path", default=[]),
             )),
+            **account_argument_spec()
         ),
         supports_check_mode=True,
     )
@@ -377,6 +386,7 @@ def run_module():
     secrets = module.params["secret_values"]
     # Read before anything is written: what the caller must start afterwards.
     units_to_start = host_state.units_to_start(module.params["units"], _unit_states(module, module.params["units"]))
+    account_to_fix = service_account.differs(module.params["account"])
     diffs = []
     changed_directories = _directories(module, module.params["directories"], diffs)
     # In check mode on a new host the user, group and directories may not exist yet: those files would change.
@@ -431,7 +441,7 @@ def run_module():
     restarts = _restarts(module.params["services"], changed_paths, texts, module.check_mode)
     result = dict(changed=bool(changed_paths or removed or changed_directories), changed_paths=changed_paths, stale=stale,
                   removed=removed, restarts=restarts, changed_directories=changed_directories,
-                  units_to_start=units_to_start)
+                  units_to_start=units_to_start, account_to_fix=account_to_fix)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

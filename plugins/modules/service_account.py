@@ -94,45 +94,9 @@ skipped_groups:
 import grp
 import os
 import pwd
-import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan
-
-
-def _state(params):
-    names = set(g.gr_name for g in grp.getgrall())
-    user = None
-    try:
-        entry = pwd.getpwnam(params["name"])
-    except KeyError:
-        entry = None
-    if entry is not None:
-        try:
-            gid_name = grp.getgrgid(entry.pw_gid).gr_name
-        except KeyError:
-            gid_name = str(entry.pw_gid)
-        user = {"gid_name": gid_name, "home": entry.pw_dir, "shell": entry.pw_shell,
-                "groups": [g.gr_name for g in grp.getgrall() if params["name"] in g.gr_mem]}
-    dirs = {}
-    for path in (params["home"], params["config_dir"]):
-        if not path:
-            continue
-        try:
-            info = os.stat(path)
-        except OSError:
-            dirs[path] = None
-            continue
-        dirs[path] = {"owner": _name(pwd.getpwuid, info.st_uid, "pw_name"), "group": _name(grp.getgrgid, info.st_gid, "gr_name"),
-                      "mode": "%04o" % stat.S_IMODE(info.st_mode)}
-    return {"groups": names, "user": user, "dirs": dirs}
-
-
-def _name(lookup, ident, attr):
-    try:
-        return getattr(lookup(ident), attr)
-    except KeyError:
-        return str(ident)
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan, read_state
 
 
 def main():
@@ -149,7 +113,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    before = _state(params)
+    before = read_state(params)
     commands, directories, skipped = plan(params, before)
     if not module.check_mode:
         for argv in commands:
@@ -165,7 +129,7 @@ def main():
     result = dict(changed=bool(commands or directories), commands=commands,
                   directories=[d["path"] for d in directories], skipped_groups=skipped)
     if module._diff and result["changed"]:
-        after = before if module.check_mode else _state(params)
+        after = before if module.check_mode else read_state(params)
         result["diff"] = {"before": _describe(before), "after": _describe(after) if not module.check_mode else
                           "would run: %s; directories: %s\n" % (commands, [d["path"] for d in directories])}
     module.exit_json(**result)

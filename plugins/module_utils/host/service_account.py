@@ -5,10 +5,61 @@
 
 ``plan`` is pure: it compares the wanted account (group, user, home, shell, supplementary groups,
 configuration directory) with the host's current state and returns the commands and directory
-changes that make them agree, in order. The module service_account reads the state and runs them.
+changes that make them agree, in order. ``read_state`` reads that state on the host. The module
+service_account runs the plan; managed_files and install_facts only ask ``differs`` (read-only), so an
+unchanged host needs no call of its own for its account.
 """
 
-from typing import Any, Dict, List, Tuple
+import grp
+import os
+import pwd
+import stat
+from typing import Any, Dict, List, Optional, Tuple
+
+# The wanted account's keys and their defaults where the caller may leave them out.
+ACCOUNT_DEFAULTS = {"shell": "/usr/sbin/nologin", "extra_groups": [], "config_dir": None, "config_mode": "0750"}
+
+
+def _name(lookup, ident: int, attr: str) -> str:
+    try:
+        return getattr(lookup(ident), attr)
+    except KeyError:
+        return str(ident)
+
+
+def read_state(want: Dict[str, Any]) -> Dict[str, Any]:
+    """The host's side of ``plan`` for the account ``want`` (name, home, config_dir)."""
+    names = set(g.gr_name for g in grp.getgrall())
+    user = None
+    try:
+        entry = pwd.getpwnam(want["name"])
+    except KeyError:
+        entry = None
+    if entry is not None:
+        user = {"gid_name": _name(grp.getgrgid, entry.pw_gid, "gr_name"), "home": entry.pw_dir, "shell": entry.pw_shell,
+                "groups": [g.gr_name for g in grp.getgrall() if want["name"] in g.gr_mem]}
+    dirs = {}  # type: Dict[str, Optional[Dict[str, str]]]
+    for path in (want["home"], want.get("config_dir")):
+        if not path:
+            continue
+        try:
+            info = os.stat(path)
+        except OSError:
+            dirs[path] = None
+            continue
+        dirs[path] = {"owner": _name(pwd.getpwuid, info.st_uid, "pw_name"), "group": _name(grp.getgrgid, info.st_gid, "gr_name"),
+                      "mode": "%04o" % stat.S_IMODE(info.st_mode)}
+    return {"groups": names, "user": user, "dirs": dirs}
+
+
+def differs(account: Optional[Dict[str, Any]]) -> Optional[bool]:
+    """Whether the service_account module would change anything for ``account``; None without an account."""
+    if not account:
+        return None
+    want = dict(ACCOUNT_DEFAULTS)
+    want.update((k, v) for k, v in account.items() if v is not None)
+    commands, directories, _skipped = plan(want, read_state(want))
+    return bool(commands or directories)
 
 
 def plan(want: Dict[str, Any], have: Dict[str, Any]) -> Tuple[List[List[str]], List[Dict[str, Any]], List[str]]:

@@ -52,7 +52,7 @@ def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
     assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "play_modes", "problem_line",
                                "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report", "router_unit_files",
-                               "server_units", "serving_topology", "switch_sources", "systemd_quote", "unit_services",
+                               "server_units", "serving_topology", "switch_sources", "systemd_quote", "unit_problems", "unit_services",
                                "venv_name", "wait_endpoints"]
     assert filters["changed_units"] is serving_units.changed_units
     assert filters["systemd_quote"]("50%") == '"50%%"' and filters["env_quote"]("50%") == '"50%"'
@@ -300,3 +300,20 @@ def test_router_tls_filters_find_community_crypto_and_name_the_certificate():
     assert RT.router_tls_problems(router, "r") == []
     assert RT.router_tls_names(router, ["llm.example.com"]) == ["IP:10.0.0.5", "DNS:r", "IP:127.0.0.1", "DNS:llm.example.com"]
     assert RT.router_tls_problems(dict(router, tls="none"), "r") == []
+
+
+def test_unit_problems_judges_a_roles_settings_on_the_controller_naming_the_variable_never_the_key():
+    key = "k3y\nExecStartPre=+/bin/sh"
+    settings = dict(ROUTER_SETTINGS, api_key=key, restart_sec="2\nUser=root")
+    found = F.unit_problems(settings, "router-1", "router")
+    assert sorted(p["variable"] for p in found) == ["sglang_router_api_key", "sglang_router_restart_sec"]
+    assert all(p["host"] == "router-1" for p in found)
+    assert not any(key in F.problem_line(p) or "ExecStartPre" in F.problem_line(p) for p in found)
+    assert F.unit_problems(ROUTER_SETTINGS, "router-1", "router") == []
+    assert F.unit_problems(None, "router-1", "router") == []
+
+
+@pytest.mark.parametrize("args", [({}, "h", "monitoring"), (["x"], "h", "router")])
+def test_unit_problems_refuses_what_it_cannot_judge(args):
+    with pytest.raises(AnsibleFilterError):
+        F.unit_problems(*args)

@@ -80,3 +80,15 @@ def test_disk_entries_are_typed(host, run, tmp_path):
     assert failed and "min_free_gb" in result["msg"]
     result, failed = run({"disk": [{"name": "venv", "path": "v", "min_free_gb": 1}]})
     assert not failed and "not an absolute path" in result["disk"][0]["error"]
+
+
+@pytest.mark.parametrize("name, to_fix", [(None, None), ("pdserve-no-such-user", True)])
+def test_the_service_account_is_read_with_the_host(host, run, tmp_path, name, to_fix):
+    args = {"python": sys.executable}
+    if name:
+        args["account"] = {"name": name, "group": name, "home": str(tmp_path / "home")}
+    result, failed = run(args)
+    assert not failed, result
+    assert result["account_to_fix"] is to_fix
+    assert "account_to_fix" not in result["ansible_facts"]["pdserve_install"]
+    assert not (tmp_path / "home").exists()

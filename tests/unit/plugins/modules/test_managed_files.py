@@ -361,3 +361,35 @@ def test_a_rotated_tls_key_restarts_the_router_named_and_never_shown(run, tmp_pa
         assert result["diff"] == [{"before_header": key, "after_header": key, "before": managed_files.HIDDEN,
                                    "after": managed_files.HIDDEN}]
     assert (tmp_path / "router-tls-key").read_text() == new_key and mode_of(tmp_path / "router-tls-key") == 0o600
+
+
+def _my_account(config, **changes):
+    me = pwd.getpwuid(os.getuid())
+    account = {"name": me.pw_name, "group": grp.getgrgid(me.pw_gid).gr_name, "home": me.pw_dir, "shell": me.pw_shell,
+               "config_dir": str(config), "extra_groups": []}
+    account.update(changes)
+    return account
+
+
+@pytest.mark.parametrize("change, to_fix", [
+    ({}, False),
+    ({"shell": "/pdserve/other/shell"}, True),
+    ({"name": "pdserve-no-such-user", "group": "pdserve-no-such-group"}, True),
+    ({"config_mode": "0755"}, True),
+])
+def test_the_plan_says_whether_the_service_account_differs_and_changes_nothing_of_it(run, tmp_path, change, to_fix):
+    config = tmp_path / "etc"
+    config.mkdir()
+    os.chown(str(config), 0, os.getgid())
+    config.chmod(0o750)
+    unit = tmp_path / "a.service"
+    result, failed = run({"files": [entry(unit, "x\n")], "account": _my_account(config, **change)}, check_mode=True)
+    assert not failed, result
+    assert result["account_to_fix"] is to_fix
+    assert stat.S_IMODE(config.stat().st_mode) == 0o750 and not unit.exists()
+
+
+def test_without_an_account_there_is_nothing_to_fix(run, tmp_path):
+    result, failed = run({"files": [entry(tmp_path / "a.service", "x\n")]}, check_mode=True)
+    assert not failed, result
+    assert result["account_to_fix"] is None

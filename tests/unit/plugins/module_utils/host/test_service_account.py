@@ -2,7 +2,11 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The service account plan: only what differs, in the order the tools need."""
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan
+import grp
+import os
+import pwd
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import differs, plan
 
 WANT = {"name": "sglang", "group": "sglang", "home": "/var/lib/sglang", "shell": "/usr/sbin/nologin",
         "extra_groups": ["video", "render"], "config_dir": "/etc/sglang", "config_mode": "0750"}
@@ -54,3 +58,13 @@ def test_without_config_dir_and_extra_groups():
     have = converged()
     have["dirs"] = {"/var/lib/sglang": DIRS_OK["/var/lib/sglang"]}
     assert plan(want, have) == ([], [], [])
+
+
+def test_differs_reads_the_host_and_fills_the_service_account_defaults(tmp_path):
+    me = pwd.getpwuid(os.getuid())
+    mine = {"name": me.pw_name, "group": grp.getgrgid(me.pw_gid).gr_name, "home": me.pw_dir, "shell": me.pw_shell}
+    assert differs(None) is None
+    assert differs(mine) is False
+    # Left out, the shell is the service_account module's default, which root's login shell is not.
+    assert differs(dict(mine, shell=None)) is (me.pw_shell != "/usr/sbin/nologin")
+    assert differs(dict(mine, config_dir=str(tmp_path / "missing"))) is True
