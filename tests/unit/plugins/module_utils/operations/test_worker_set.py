@@ -75,8 +75,8 @@ def test_check_mode_only_reads(servers):
     router = servers(FakeRouter, (P0, {'url': 'http://127.0.0.1:9', 'worker_type': 'decode'}))
     client = HttpClient(timeout=5)
     result = ws.reconcile(ra.RouterAdmin(client, router.url, interval=0.01), [P0, D0], client, check_mode=True)
-    assert result['changed'] and result['plan'] == ['register decode %s' % D0['url'],
-                                                     'deregister decode http://127.0.0.1:9']
+    assert result['changed']
+    assert result['plan'] == ['register decode %s' % D0['url'], 'deregister decode http://127.0.0.1:9']
     assert router.posts() == [] and router.deletes() == []
 
 

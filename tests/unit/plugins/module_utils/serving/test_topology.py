@@ -574,8 +574,8 @@ def test_a_relative_ca_path_is_a_problem():
 # --- instances out of service -----------------------------------------------------------------------------
 
 def test_an_instance_out_of_service_is_deployed_but_no_router_serves_it():
-    topology = three_hosts(d={"sglang_decode_instances": [dict(DECODE, gpus=[0, 1]), dict(DECODE, name="decode-1", port=30012, gpus=[2], numa_node=0, dist_init_port=30445,
-                                                                             in_service=False)]})
+    spare = dict(DECODE, name="decode-1", port=30012, gpus=[2], numa_node=0, dist_init_port=30445, in_service=False)
+    topology = three_hosts(d={"sglang_decode_instances": [dict(DECODE, gpus=[0, 1]), spare]})
     assert messages(topology) == []
     assert [i["name"] for i in topology["hosts"]["d"]["decode"]] == ["decode", "decode-1"]
     assert len(topology["workers"]["decode"]) == 2

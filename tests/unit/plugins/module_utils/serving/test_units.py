@@ -637,8 +637,8 @@ def test_router_unit_with_keys_passes_them_as_credentials_only(inventory):
          "mode": "0600"}]
     assert unit["credential_files"] == [CREDENTIALS + "/router-api-key", CREDENTIALS + "/router-control-plane-api-key"]
     # The flag check parses the launcher's flags with placeholders.
-    assert unit["check_lines"] == lines + worker_lines(workers) + [["--api-key", "KEY-FROM-CREDENTIAL"],
-                                           ["--control-plane-api-keys", "pdserve:pdserve-operations:admin:KEY-FROM-CREDENTIAL"]]
+    assert unit["check_lines"] == lines + worker_lines(workers) + [
+        ["--api-key", "KEY-FROM-CREDENTIAL"], ["--control-plane-api-keys", "pdserve:pdserve-operations:admin:KEY-FROM-CREDENTIAL"]]
 
 
 def test_router_unit_with_the_client_key_only(inventory):
