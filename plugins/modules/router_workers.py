@@ -7,16 +7,16 @@ DOCUMENTATION = r'''
 ---
 module: router_workers
 short_description: Make a running SGLang PD router serve exactly the inventory's workers, without a restart
-version_added: 0.6.0
+version_added: 0.4.0
 description:
   - Reads the router's C(GET /workers) and compares it with O(workers), the inventory's worker set.
   - A wanted worker the router does not list, or lists with another type or bootstrap port, is registered
     (C(POST /workers) with its type, bootstrap port and the API key) and waited for until healthy. This also finds
     a worker that a killed day-2 run left outside the router.
   - A listed worker that O(workers) does not hold (taken out of the inventory or marked C(in_service=false)) is
-    deregistered (C(DELETE /workers/{id})) after every new worker is in, then drained: its own metrics are scraped
-    until nothing is in flight.
-  - The router keeps running: its PID does not change. The worker set file the router reads at its next start is
+    deregistered (C(DELETE /workers/{id})) after every new worker is in, then drained (its own metrics are scraped
+    until nothing is in flight).
+  - The router keeps running, with the same PID. The worker set file the router reads at its next start is
     written by the role, not by this module.
 author:
   - pdserve.sglang developers (@pdserve)
@@ -33,23 +33,11 @@ options:
     required: true
   workers:
     description:
-      - Every worker the router must serve.
-    type: list
-    elements: dict
+      - Every worker the router must serve, by type, with the keys C(prefill) and C(decode), each a list of workers.
+      - A worker is a mapping with its C(url) (as the router registers it) and, for a prefill, its C(bootstrap_port).
+        Other keys are ignored, so the serving topology's C(router_workers) can be passed as it is.
+    type: dict
     required: true
-    suboptions:
-      url:
-        description: The worker's URL as the router registers it.
-        type: str
-        required: true
-      worker_type:
-        description: The worker's type.
-        type: str
-        required: true
-        choices: [prefill, decode]
-      bootstrap_port:
-        description: The prefill worker's C(--disaggregation-bootstrap-port). Required for a prefill.
-        type: int
   unit:
     description:
       - The router's unit, named in the restart plan's line (callback C(pdserve.sglang.restart_plan)).
@@ -90,8 +78,8 @@ EXAMPLES = r'''
     api_key: "{{ sglang_router_api_key or omit }}"
     control_plane_api_key: "{{ sglang_router_control_plane_api_key or omit }}"
     workers:
-      - {url: "http://10.0.0.11:30000", worker_type: prefill, bootstrap_port: 8998}
-      - {url: "http://10.0.0.21:30002", worker_type: decode}
+      prefill: [{url: "http://10.0.0.11:30000", bootstrap_port: 8998}]
+      decode: [{url: "http://10.0.0.21:30002"}]
 '''
 
 RETURN = r'''
@@ -133,11 +121,7 @@ def argument_spec():
     spec = router_argument_spec()
     spec.update(
         url=dict(type='str', required=True),
-        workers=dict(type='list', elements='dict', required=True, options=dict(
-            url=dict(type='str', required=True),
-            worker_type=dict(type='str', required=True, choices=['prefill', 'decode']),
-            bootstrap_port=dict(type='int'),
-        )),
+        workers=dict(type='dict', required=True),
         unit=dict(type='str', default='sglang-router.service'),
         timeout=dict(type='float', default=120),
         drain=dict(type='bool', default=True),
@@ -146,24 +130,40 @@ def argument_spec():
     return spec
 
 
+def wanted_workers(workers):
+    """[{url, worker_type, bootstrap_port}] of the workers option, or (None, why not)."""
+    unknown = sorted(set(workers) - set(('prefill', 'decode')))
+    if unknown:
+        return None, 'workers takes prefill and decode, not %s' % ', '.join(map(str, unknown))
+    wanted = []
+    for kind in ('prefill', 'decode'):
+        entries = workers.get(kind) or []
+        if not isinstance(entries, list) or not entries:
+            return None, 'workers.%s must list at least one worker: the router would fail every request' % kind
+        for entry in entries:
+            url = entry.get('url') if isinstance(entry, dict) else None
+            if not isinstance(url, str) or not url.startswith(('http://', 'https://')):
+                return None, 'a %s worker has no http:// or https:// url: %r' % (kind, entry)
+            port = entry.get('bootstrap_port') if kind == 'prefill' else None
+            if kind == 'prefill' and (isinstance(port, bool) or not isinstance(port, int)):
+                return None, 'prefill worker %s needs its bootstrap_port (an integer), got %r' % (url, port)
+            wanted.append({'url': url, 'worker_type': kind, 'bootstrap_port': port})
+    return wanted, None
+
+
 def run_module(module, admin=None, client=None):
     params = module.params
     if not params['url'].startswith(('http://', 'https://')):
         module.fail_json(msg='url %r must start with http:// or https://' % params['url'])
-    for entry in params['workers']:
-        if not entry['url'].startswith(('http://', 'https://')):
-            module.fail_json(msg='worker url %r must start with http:// or https://' % entry['url'])
-        if entry['worker_type'] == 'prefill' and entry['bootstrap_port'] is None:
-            module.fail_json(msg='prefill worker %s needs its bootstrap_port' % entry['url'])
-    for kind in ('prefill', 'decode'):
-        if not any(entry['worker_type'] == kind for entry in params['workers']):
-            module.fail_json(msg='workers holds no %s worker: the router would fail every request' % kind)
+    wanted, problem = wanted_workers(params['workers'])
+    if problem:
+        module.fail_json(msg=problem)
     if params['timeout'] <= 0 or params['drain_timeout'] <= 0:
         module.fail_json(msg='timeout and drain_timeout must be greater than 0')
     client = client or module_client(module)
     admin = admin or RouterAdmin(client, params['url'])
     try:
-        result = reconcile(admin, params['workers'], client, api_key=params['api_key'], timeout=params['timeout'],
+        result = reconcile(admin, wanted, client, api_key=params['api_key'], timeout=params['timeout'],
                            drain=params['drain'], drain_timeout=params['drain_timeout'], check_mode=module.check_mode)
     except RouterError as exc:
         module.fail_json(msg=str(exc), **exc.details)

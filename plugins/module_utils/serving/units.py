@@ -264,9 +264,6 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         "name": "router",
         "unit": "sglang-router.service",
         "worker_set_file": worker_file,
-        # For pdserve.sglang.router_workers: the same set, one entry per worker.
-        "worker_list": [{"url": w["url"], "worker_type": kind, "bootstrap_port": w.get("bootstrap_port")}
-                        for kind in ("prefill", "decode") for w in workers.get(kind) or []],
         "unit_path": unit_path,
         "env_file": env_file,
         "credential_files": [item["path"] for item in credentials],

@@ -6,11 +6,13 @@ inventory mistakes as a filter error naming the problems."""
 
 from collections.abc import Mapping
 
+import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.pdserve.sglang.plugins.filter import sglang as F
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as serving_units
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import cmdline as serving_cmdline
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from serving_support import ROUTER_SETTINGS, SERVER_SETTINGS, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
@@ -182,8 +184,7 @@ def test_router_unit_files(inventory):
                                              dict(ROUTER_SETTINGS, local_units=["sglang-prefill.service", "sglang-decode.service"]))
     assert "After=network-online.target sglang-prefill.service sglang-decode.service\n" in unit["unit_text"]
     assert unit["argv_lines"] == router_args(router, ROUTER_SETTINGS)
-    assert unit["worker_list"] == [{"url": w["url"], "worker_type": kind, "bootstrap_port": w.get("bootstrap_port")}
-                                   for kind in ("prefill", "decode") for w in topology["workers"][kind]]
+    assert json.loads(unit["worker_set_file"]["content"]) == serving_cmdline.worker_set(topology["router_workers"])
 
 
 def test_router_unit_files_on_a_router_only_host(inventory):
