@@ -11,8 +11,12 @@ version_added: 0.4.0
 description:
   - Reads the router's C(GET /workers) and compares it with O(workers), the inventory's worker set.
   - A wanted worker the router does not list, or lists with another type or bootstrap port, is registered
-    (C(POST /workers) with its type, bootstrap port and the API key) and waited for until healthy. This also finds
-    a worker that a killed day-2 run left outside the router.
+    (C(POST /workers) with its type, bootstrap port and the API key) once it answers C(GET /health) with 200, and
+    waited for until the router lists it healthy. This also finds a worker that a killed day-2 run left outside the
+    router.
+  - Safe right after the router's start - it waits for the router to answer, and the list is read again after a new
+    worker's C(/health) answered, so a worker the router registered on its own meanwhile is not registered again
+    (one still being added counts as listed).
   - A listed worker that O(workers) does not hold (taken out of the inventory or marked C(in_service=false)) is
     deregistered (C(DELETE /workers/{id})) after every new worker is in, then drained (its own metrics are scraped
     until nothing is in flight).
@@ -45,7 +49,9 @@ options:
     default: sglang-router.service
   timeout:
     description:
-      - Seconds to wait for each registered worker to be listed healthy, or each removed one to leave the list.
+      - Seconds to wait for the router to answer (it may just have been started), for each new worker to answer
+        C(/health) (a server still loading its model does not), then to be listed healthy, and for each removed one
+        to leave the list.
     type: float
     default: 120
   drain:
@@ -61,7 +67,8 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Reads the router's list and returns what it would register and deregister.
+    details: Reads the router's list and returns what it would register and deregister; a router that does not
+      answer (not started yet) has nothing to reconcile.
   diff_mode:
     support: none
   platform:
@@ -89,7 +96,8 @@ plan:
   type: list
   elements: str
 registered:
-  description: The router's entries of the workers registered, as listed once healthy.
+  description: The router's entries of the workers registered, as listed once healthy (not those the router
+    registered on its own while the module waited for their C(/health)).
   returned: always
   type: list
   elements: dict
@@ -108,6 +116,10 @@ restarts:
   returned: when something changed or would change
   type: list
   elements: dict
+msg:
+  description: In check mode, why nothing was read (the router does not answer).
+  returned: sometimes
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule

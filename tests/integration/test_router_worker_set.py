@@ -104,3 +104,35 @@ def test_workers_come_and_go_without_a_restart_and_a_restart_reads_the_worker_se
         assert wait_listed(router, expected) == expected
     finally:
         router.stop()
+
+
+def test_a_router_just_started_with_a_server_still_loading_is_reconciled_at_once_without_a_double_registration(servers):
+    """As right after the router's unit started on a first deploy: the reconcile waits for the router to answer and
+    for the loading server's /health. The router answers before its own start-up jobs list even a healthy worker,
+    so the reconcile may register workers the router also registers itself: each is then listed once, healthy (the
+    router's own job ends with "already exists"), and the router serves."""
+    loading = stack.Emulator("decode", env={"SGLANG_EMULATOR_LOAD_DELAY": "4"})
+    loading.start()
+    workers = {"prefill": [{"url": servers["prefill"].url, "bootstrap_port": servers["prefill"].bootstrap_port}],
+               "decode": [{"url": servers["decode-0"].url}, {"url": loading.url}]}
+    router = stack.Router(prefill=[(servers["prefill"].url, servers["prefill"].bootstrap_port)],
+                          decode=[servers["decode-0"].url, loading.url], api_key=CLIENT, control_plane_api_key=ADMIN)
+    client = HttpClient(api_key=CLIENT, control_plane_api_key=ADMIN, timeout=10)
+    try:
+        router.start()
+        out = ws.reconcile(ra.RouterAdmin(client, router.url, interval=0.1), as_list(workers), client, api_key=CLIENT,
+                           timeout=60)
+        assert out["deregistered"] == []
+        assert set(w["url"] for w in out["registered"]) <= set([servers["decode-0"].url, loading.url])
+        expected = sorted([("prefill", servers["prefill"].url, True), ("decode", servers["decode-0"].url, True),
+                           ("decode", loading.url, True)])
+        assert listed(router) == expected
+        assert chat(router) == 200
+        # The router's own start-up jobs for the same servers end without a second entry.
+        time.sleep(3)
+        assert listed(router) == expected
+        assert not ws.reconcile(ra.RouterAdmin(client, router.url, interval=0.1), as_list(workers), client,
+                                api_key=CLIENT, timeout=30)["changed"]
+    finally:
+        router.stop()
+        loading.stop()
