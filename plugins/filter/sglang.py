@@ -74,7 +74,7 @@ def router_unit_files(topology, inventory_host, settings):
     if entry["router"] is None:
         raise AnsibleFilterError("host %s is not in the router group %s" % (inventory_host, topology["groups"]["router"]))
     local = [i["unit"] for i in entry["prefill"] + entry["decode"]]
-    return router_unit(entry["router"], topology["workers"], dict(settings, local_units=local))
+    return router_unit(entry["router"], topology.get("router_workers", topology["workers"]), dict(settings, local_units=local))
 
 
 def flag_check_lines(units):

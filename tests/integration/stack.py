@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (  # noqa: E402
     argv as cmdline_argv,
     router_args,
+    worker_lines,
+    worker_set,
     server_args,
 )
 
@@ -244,7 +246,21 @@ class Router(_Process):
         settings = {"health_check_interval_secs": 1, "worker_startup_check_interval": 1,
                     "worker_startup_timeout_secs": 60, "log_level": "warn",
                     "extra_args": ["--shutdown-grace-period-secs", "1"]}
-        self.args = merge_args(cmdline_argv(router_args(router, workers, settings)), args, drop)
+        # Through the launcher (as the unit starts it) the workers come from a worker set file; without it, on the
+        # command line the launcher would build.
+        if self.launcher_args:
+            self.workers_file = os.path.join(self.env["CREDENTIALS_DIRECTORY"], "workers.json")
+            self.write_workers(workers)
+            self.launcher_args += ["--workers-file", self.workers_file]
+            self.args = merge_args(cmdline_argv(router_args(router, settings)), args, drop)
+        else:
+            self.workers_file = None
+            self.args = merge_args(cmdline_argv(router_args(router, settings) + worker_lines(workers)), args, drop)
+
+    def write_workers(self, workers):
+        """Write the worker set file the launcher reads at the router's next start."""
+        with open(self.workers_file, "w") as handle:
+            json.dump(worker_set(workers), handle)
 
     @property
     def url(self):

@@ -5,7 +5,8 @@
 FakeRouter answers like sglang-router 0.3.2 measured (router-drain notes in the module docstrings): GET /workers,
 DELETE /workers/{uuid} (202, then gone), POST /workers (202, registered after ``register_after`` reads of the list,
 healthy after ``healthy_after`` more), 401 with an empty body without the key. It records every call.
-FakeWorker serves /metrics with gauges a test sets, in either spelling (``sglang:`` or ``sglang_``).
+FakeWorker serves /metrics with gauges a test sets, in either spelling (``sglang:`` or ``sglang_``), and /health
+with the statuses a test sets (a server loading its model answers 503).
 """
 import json
 import threading
@@ -140,15 +141,26 @@ class FakeRouter(_Server):
 class FakeWorker(_Server):
     """/metrics from ``readings``: a list of {gauge: value} served one per scrape (the last one repeats)."""
 
-    def __init__(self, readings=None, requests_total=0, underscore=False, status=200):
+    def __init__(self, readings=None, requests_total=0, underscore=False, status=200, health=(200,), on_health=None):
         self.readings = list(readings or [{'sglang:num_running_reqs': 0}])
         self.requests_total = requests_total
         self.underscore = underscore
         self.status = status
         self.scrapes = 0
+        # /health answers these statuses one per request (the last one repeats); ``on_health(status)`` is called
+        # with each answer (a test's router can react to the worker coming up).
+        self.health = list(health)
+        self.health_checks = 0
+        self.on_health = on_health
         super(FakeWorker, self).__init__()
 
     def answer(self, method, path, body, auth):
+        if path == '/health':
+            status = self.health[min(self.health_checks, len(self.health) - 1)]
+            self.health_checks += 1
+            if self.on_health:
+                self.on_health(status)
+            return status, b'', 'text/plain'
         if path != '/metrics':
             return 404, None, 'text/plain'
         if self.status != 200:

@@ -34,6 +34,10 @@ class RouterError(Exception):
         self.details = details or {}
 
 
+class RouterUnreachable(RouterError):
+    """Nothing answered at the router's address: it is not started yet, or it is down."""
+
+
 def normalize_url(url):
     """A worker URL as the router compares it: no trailing slash, scheme and host in lower case."""
     url = str(url or '').strip().rstrip('/')
@@ -127,13 +131,29 @@ class RouterAdmin(object):
                               '(sglang_router_control_plane_api_key)' % (self.url, what, answer.status))
 
     def listing(self):
-        """GET /workers, decoded; RouterError when the router does not answer it."""
+        """GET /workers, decoded; RouterError when the router does not answer it (RouterUnreachable when nothing
+        answered at all)."""
         answer = self.client.get(join_url(self.url, '/workers'), control_plane=True)
         self._check_auth(answer, 'GET /workers')
         data = answer.json() if answer.status == 200 else None
         if not isinstance(data, dict) or 'workers' not in data:
-            raise RouterError('the router at %s did not list its workers: %s' % (self.url, answer.summary('/workers')))
+            error = RouterUnreachable if answer.status is None else RouterError
+            raise error('the router at %s did not list its workers: %s' % (self.url, answer.summary('/workers')))
         return data
+
+    def wait_listing(self, timeout=60.0):
+        """GET /workers of a router that may still be starting: asked again while nothing answers, until ``timeout``
+        (sglang-router 0.3.2 listens about a second after its start). A refused key or any other answer fails at
+        once."""
+        deadline = self.clock() + timeout
+        while True:
+            try:
+                return self.listing()
+            except RouterUnreachable as exc:
+                if self.clock() >= deadline:
+                    raise RouterUnreachable('%s after %.0f s: is its unit running (systemctl status, journalctl)?'
+                                            % (exc, timeout))
+            self.sleep(self.interval)
 
     def remove(self, url, worker_type, allow_last=False, timeout=30.0, check_mode=False):
         """Take ``url`` out of the router. Returns {changed, worker (as it was), seconds}."""

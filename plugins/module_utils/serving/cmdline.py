@@ -114,14 +114,9 @@ def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: s
     return lines
 
 
-def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]], settings: Dict[str, Any]) -> List[List[Any]]:
-    """The sglang_router.launch_router lines: PD mode, every worker, the listen addresses, the settings.
-
-    ``router``: a topology router (host, port, prometheus_host, prometheus_port). ``workers``: the
-    topology's {"prefill": [...], "decode": [...]}. ``settings``: keys of ROUTER_FLAGS and
-    ROUTER_SWITCHES, plus extra_args. Never a key: see credential_lines.
-    """
-    lines = [["--pd-disaggregation"]]
+def worker_lines(workers: Dict[str, List[Dict[str, Any]]]) -> List[List[Any]]:
+    """The router's --prefill URL [BOOTSTRAP_PORT] and --decode URL lines for ``workers`` ({"prefill", "decode"})."""
+    lines = []
     for worker in workers.get("prefill") or []:
         line = ["--prefill", worker["url"]]
         if worker.get("bootstrap_port") is not None:
@@ -129,6 +124,25 @@ def router_args(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         lines.append(line)
     for worker in workers.get("decode") or []:
         lines.append(["--decode", worker["url"]])
+    return lines
+
+
+def worker_set(workers: Dict[str, List[Dict[str, Any]]]) -> Dict[str, List[Dict[str, Any]]]:
+    """The worker set file's content: what the launcher turns into worker_lines at the router's start."""
+    return {
+        "prefill": [{"url": w["url"], "bootstrap_port": w.get("bootstrap_port")} for w in workers.get("prefill") or []],
+        "decode": [{"url": w["url"]} for w in workers.get("decode") or []],
+    }
+
+
+def router_args(router: Dict[str, Any], settings: Dict[str, Any]) -> List[List[Any]]:
+    """The sglang_router.launch_router lines: PD mode, the listen addresses, the settings.
+
+    ``router``: a topology router (host, port, prometheus_host, prometheus_port). ``settings``: keys of ROUTER_FLAGS
+    and ROUTER_SWITCHES, plus extra_args. Never a worker (the launcher adds them from the worker set file, so a
+    change of workers alone does not change the unit) and never a key (see credential_lines).
+    """
+    lines = [["--pd-disaggregation"]]
     lines += [
         ["--host", router["host"]],
         ["--port", router["port"]],

@@ -37,7 +37,7 @@ def is_loopback(host: Any) -> bool:
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _INTEGER_KEYS = ("port", "bootstrap_port", "dist_init_port", "tp_size", "numa_node", "context_length")
 _HOST_KEYS = ("host", "advertise_host", "dist_init_host")
-KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env") + _INTEGER_KEYS + _HOST_KEYS
+KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env", "in_service") + _INTEGER_KEYS + _HOST_KEYS
 
 
 def is_int(value: Any) -> bool:
@@ -116,6 +116,11 @@ def _check_fields(raw, var, host, problems):
         elif len(set(gpus)) != len(gpus):
             problems.append(problem(host, "%s.gpus" % var, "lists a GPU twice: %r" % (list(gpus),),
                                     "list each GPU once"))
+    in_service = raw.get("in_service")
+    if in_service is not None and not isinstance(in_service, bool):
+        problems.append(problem(host, "%s.in_service" % var, "must be true or false, got %s %r"
+                                % (_type_name(in_service), in_service),
+                                "write in_service: false (unquoted) to keep the instance out of every router"))
     mem = raw.get("mem_fraction_static")
     if mem is not None and (isinstance(mem, bool) or not isinstance(mem, (int, float)) or not 0 < mem < 1):
         problems.append(problem(host, "%s.mem_fraction_static" % var,
@@ -192,6 +197,8 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
             "extra_args": list(raw["extra_args"]) if isinstance(raw.get("extra_args"), (list, tuple)) else (raw.get("extra_args") or []),
             "env": dict(raw["env"]) if isinstance(raw.get("env"), dict) else (raw.get("env") or {}),
             "metrics": bool(metrics),
+            # False: deployed and waited for, but no router serves it (the router's worker set leaves it out).
+            "in_service": raw.get("in_service") is not False,
             "inventory_host": inventory_host,
         }
         inst["unit"] = unit_name(inst["name"])

@@ -123,21 +123,30 @@ def unit_reasons(unit_before: Optional[str], unit_after: Optional[str], env_befo
 
 
 def plan_line(host: str, entry: Dict[str, Any]) -> str:
-    """``unit on host: restarted (reasons)`` or ``would restart`` for a planned one."""
-    verb = 'would restart' if entry.get('planned') else 'restarted'
+    """``unit on host: restarted (reasons)`` or ``would restart`` for a planned one; for a router's worker changes
+    (action ``workers``), ``workers registered/deregistered, no restart``."""
+    if entry.get('action') == 'workers':
+        verb = ('would register/deregister workers, no restart' if entry.get('planned')
+                else 'workers registered/deregistered, no restart')
+    else:
+        verb = 'would restart' if entry.get('planned') else 'restarted'
     return '%s on %s: %s (%s)' % (entry.get('unit'), host, verb, '; '.join(entry.get('reasons') or ['?']))
 
 
 def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Entries of one host, merged by unit in first-seen order: reasons joined, planned only if all were."""
+    """Entries of one host, merged by unit (and action: a worker change is not a restart) in first-seen order:
+    reasons joined, planned only if all were."""
     merged = {}
     order = []
     for entry in entries:
         unit = entry.get('unit')
-        if unit not in merged:
-            merged[unit] = {'unit': unit, 'reasons': [], 'planned': True}
-            order.append(unit)
-        target = merged[unit]
+        key = (unit, entry.get('action'))
+        if key not in merged:
+            merged[key] = {'unit': unit, 'reasons': [], 'planned': True}
+            if entry.get('action'):
+                merged[key]['action'] = entry['action']
+            order.append(key)
+        target = merged[key]
         for reason in entry.get('reasons') or []:
             if reason not in target['reasons']:
                 target['reasons'].append(reason)

@@ -323,8 +323,18 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                 problems.append(problem(router["inventory_host"], "sglang_%s_instances" % mode,
                                         "the router has no %s worker: no host of group %s defines sglang_%s_instances"
                                         % (mode, names[mode], mode), "add one to the inventory"))
+    # What every router serves: the workers in service. Out-of-service ones are still deployed, scraped and waited for.
+    router_workers = dict((mode, [w for w in workers[mode] if w.get("in_service", True)]) for mode in MODES)
+    for router in routers:
+        for mode in MODES:
+            if workers[mode] and not router_workers[mode]:
+                problems.append(problem(router["inventory_host"], "sglang_%s_instances" % mode,
+                                        "every %s instance is marked in_service: false, so the router would serve no "
+                                        "%s worker and every request would fail" % (mode, mode),
+                                        "keep at least one %s instance in service" % mode))
     problems.extend(_reachability_problems(hosts, workers, routers))
-    return {"hosts": hosts, "workers": workers, "routers": routers, "problems": problems, "groups": names}
+    return {"hosts": hosts, "workers": workers, "router_workers": router_workers, "routers": routers,
+            "problems": problems, "groups": names}
 
 
 def host_part(topology, inventory_host):

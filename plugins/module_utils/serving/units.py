@@ -8,12 +8,15 @@ Both kinds share one layout: a marker line (how the roles find the units they re
 hardening options, [Install]. The roles write the text with ansible.builtin.copy (diff, check mode).
 """
 
+import json
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (
     credential_lines,
     router_args,
+    worker_lines,
+    worker_set,
     router_credentials,
     server_args,
 )
@@ -202,17 +205,19 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
     credentials_dir = str(settings["credentials_dir"]).rstrip("/")
     for item in credentials:
         item["path"] = "%s/%s" % (credentials_dir, item["name"])
-    # The launcher's own options name the credentials (never their values); "--" ends them.
-    if credentials:
-        launch += [word for item in credentials for word in (item["option"], item["name"])] + ["--"]
-    lines = router_args(router, workers, settings)
-    env_file = "%s/router.env" % str(settings["config_dir"]).rstrip("/")
+    config_dir = str(settings["config_dir"]).rstrip("/")
+    workers_file = "%s/workers.json" % config_dir
+    # The launcher's own options name the credentials (never their values) and the worker set file; "--" ends them.
+    launch += [word for item in credentials for word in (item["option"], item["name"])]
+    launch += ["--workers-file", workers_file, "--"]
+    lines = router_args(router, settings)
+    env_file = "%s/router.env" % config_dir
     order = " ".join(["network-online.target"] + list(settings.get("local_units") or []))
     text = _render(
         ROUTER_MARKER,
         [
-            ("Description", "SGLang PD router on %s:%s (%d prefill, %d decode)" % (
-                router["host"], router["port"], len(workers.get("prefill") or []), len(workers.get("decode") or []))),
+            # No worker count here: the worker set changes without a restart (the worker set file).
+            ("Description", "SGLang PD router on %s:%s" % (router["host"], router["port"])),
             ("Documentation", "https://docs.sglang.ai/advanced_features/router.html"),
             ("After", order),
             ("Wants", order),
@@ -251,9 +256,14 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
     # Root only: systemd (PID 1) reads them and hands the router a private copy in $CREDENTIALS_DIRECTORY.
     files += [{"path": item["path"], "content": str(settings[item["setting"]]), "owner": "root", "group": "root",
                "mode": "0600"} for item in credentials]
+    # The workers the router reads at its next start; not a unit file: a change registers or deregisters workers at
+    # run time (pdserve.sglang.router_workers) and restarts nothing. The router's group reads it.
+    worker_file = {"path": workers_file, "owner": "root", "group": settings["group"], "mode": "0640",
+                   "content": json.dumps(worker_set(workers), indent=2, sort_keys=True) + "\n"}
     return {
         "name": "router",
         "unit": "sglang-router.service",
+        "worker_set_file": worker_file,
         "unit_path": unit_path,
         "env_file": env_file,
         "credential_files": [item["path"] for item in credentials],
@@ -262,7 +272,7 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         "files": files,
         "argv_lines": lines,
         # What the flag check parses: the unit's lines and the launcher's key flags with a placeholder for each key.
-        "check_lines": lines + credential_lines(settings),
+        "check_lines": lines + worker_lines(workers) + credential_lines(settings),
     }
 
 

@@ -9,14 +9,19 @@ $CREDENTIALS_DIRECTORY. This launcher reads them and calls the router's Python e
 (sglang_router.launch_router: parse_router_args, launch_router) with the flags built in Python:
 
     python pdserve_router_launch.py [--api-key-credential NAME] [--control-plane-api-key-credential NAME] \
-        [--tls-cert-credential NAME --tls-key-credential NAME] -- ROUTER FLAGS...
+        [--tls-cert-credential NAME --tls-key-credential NAME] [--workers-file PATH] -- ROUTER FLAGS...
 
 The TLS certificate and key of the client port are credentials too: the router reads files, so the launcher passes
 the path of systemd's private copy ($CREDENTIALS_DIRECTORY/NAME, readable by the router alone), never the key itself.
 
+The workers come from the worker set file (JSON: {"prefill": [{"url", "bootstrap_port"}], "decode": [{"url"}]}),
+not from the unit: the role rewrites the file and registers or deregisters workers at run time (POST and DELETE
+/workers) without a restart, and the router reads the same set here at its next start.
+
 Installed by pdserve.sglang.sglang_router (root-owned, read-only); run by the router's own python.
 """
 import argparse
+import json
 import os
 import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -71,6 +76,34 @@ def credential_path(name: str, directory: Optional[str]) -> str:
     return path
 
 
+def read_workers(path: str) -> List[str]:
+    """The --prefill URL PORT and --decode URL flags of the worker set file at ``path``."""
+    try:
+        with open(path, "r") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise LaunchError("worker set %s: cannot read it as JSON (%s); rerun the router role (site.yml --tags router)"
+                          % (path, getattr(exc, "strerror", None) or exc))
+    if not isinstance(data, dict) or not all(isinstance(data.get(kind, []), list) for kind in ("prefill", "decode")):
+        raise LaunchError("worker set %s: expected {\"prefill\": [...], \"decode\": [...]}" % path)
+    words = []
+    for kind in ("prefill", "decode"):
+        for entry in data.get(kind, []):
+            url = entry.get("url") if isinstance(entry, dict) else None
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise LaunchError("worker set %s: a %s entry has no http(s) url: %r" % (path, kind, entry))
+            words += ["--%s" % kind, url]
+            if kind == "prefill" and entry.get("bootstrap_port") is not None:
+                port = entry["bootstrap_port"]
+                if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                    raise LaunchError("worker set %s: %s has bootstrap_port %r, not a port" % (path, url, port))
+                words.append(str(port))
+    if "--prefill" not in words or "--decode" not in words:
+        raise LaunchError("worker set %s: a PD router needs at least one prefill and one decode worker; mark fewer "
+                          "instances in_service: false and rerun the router role" % path)
+    return words
+
+
 def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
     """The launcher's own options (before ``--``) and the router's flags (after it)."""
     argv = list(argv)
@@ -88,6 +121,8 @@ def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
                         help="credential holding the client port's TLS certificate chain (PEM, --tls-cert-path)")
     parser.add_argument("--tls-key-credential", metavar="NAME",
                         help="credential holding the client port's TLS private key (PEM, --tls-key-path)")
+    parser.add_argument("--workers-file", metavar="PATH",
+                        help="worker set file (JSON) whose workers become --prefill and --decode flags")
     return parser.parse_args(own), router
 
 
@@ -106,7 +141,12 @@ def router_argv(options: argparse.Namespace, router: Sequence[str], environ: Map
         if tls and str(word).split("=", 1)[0] in TLS_FLAGS.values():
             raise LaunchError("%s is on the command line and given by a credential: leave it to the credential"
                               % str(word).split("=", 1)[0])
+    if options.workers_file and any(str(word).split("=", 1)[0] in ("--prefill", "--decode") for word in router):
+        raise LaunchError("--prefill/--decode are on the command line and the worker set file gives the workers: "
+                          "keep them in one place (the file)")
     argv = list(router)
+    if options.workers_file:
+        argv += read_workers(options.workers_file)
     directory = environ.get("CREDENTIALS_DIRECTORY")
     if options.api_key_credential:
         argv += ["--api-key", read_credential(options.api_key_credential, directory)]

@@ -6,11 +6,13 @@ inventory mistakes as a filter error naming the problems."""
 
 from collections.abc import Mapping
 
+import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.pdserve.sglang.plugins.filter import sglang as F
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as serving_units
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import cmdline as serving_cmdline
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from serving_support import ROUTER_SETTINGS, SERVER_SETTINGS, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
@@ -178,10 +180,11 @@ def test_router_unit_files(inventory):
     unit = F.router_unit_files(topology, "blackwell", settings)
     assert "local_units" not in settings
     router, = topology["routers"]
-    assert unit == serving_units.router_unit(router, topology["workers"],
+    assert unit == serving_units.router_unit(router, topology["router_workers"],
                                              dict(ROUTER_SETTINGS, local_units=["sglang-prefill.service", "sglang-decode.service"]))
     assert "After=network-online.target sglang-prefill.service sglang-decode.service\n" in unit["unit_text"]
-    assert unit["argv_lines"] == router_args(router, topology["workers"], ROUTER_SETTINGS)
+    assert unit["argv_lines"] == router_args(router, ROUTER_SETTINGS)
+    assert json.loads(unit["worker_set_file"]["content"]) == serving_cmdline.worker_set(topology["router_workers"])
 
 
 def test_router_unit_files_on_a_router_only_host(inventory):
@@ -244,8 +247,9 @@ def test_flag_check_lines_of_the_router_unit(inventory):
     topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     unit = F.router_unit_files(topology, "blackwell", ROUTER_SETTINGS)
     lines = F.flag_check_lines(unit)
-    assert lines == [{"name": "router", "argv": argv(unit["argv_lines"])}]
-    assert lines[0]["argv"][:4] == ["--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998"]
+    assert lines == [{"name": "router", "argv": argv(unit["check_lines"])}]
+    assert lines[0]["argv"][:2] == ["--pd-disaggregation", "--host"]
+    assert lines[0]["argv"][-5:] == ["--prefill", "http://127.0.0.1:30000", "8998", "--decode", "http://127.0.0.1:30002"]
 
 
 def test_flag_check_lines_name_falls_back_to_the_unit():

@@ -1,11 +1,17 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""router_worker, worker_idle, server_restart and venv_state through main(), against fakes."""
+"""router_worker, router_workers, worker_idle, server_restart and venv_state through main(), against fakes."""
 
 import pytest
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.server_lifecycle import RestartError
-from ansible_collections.pdserve.sglang.plugins.modules import router_worker, server_restart, venv_state, worker_idle
+from ansible_collections.pdserve.sglang.plugins.modules import (
+    router_worker,
+    router_workers,
+    server_restart,
+    venv_state,
+    worker_idle,
+)
 
 from fake_pd import FakeRouter, FakeWorker  # noqa: E402  pylint: disable=wrong-import-position
 from serving_support import D0, D1, P0  # noqa: E402  pylint: disable=wrong-import-position
@@ -48,6 +54,37 @@ def test_router_worker_needs_the_port_of_a_prefill(module_runner):
     result, failed = module_runner(router_worker.main, {'url': 'http://r:1', 'worker_url': P0['url'],
                                                         'worker_type': 'prefill'})
     assert failed and 'bootstrap_port is required' in result['msg']
+
+
+def test_router_workers_scale_out_then_in_and_says_so_for_the_restart_plan(module_runner, fakes):
+    old, new = fakes(FakeWorker), fakes(FakeWorker)
+    router = fakes(FakeRouter, (P0, {'url': old.url, 'worker_type': 'decode'}), api_key='k', control_plane_api_key='admin')
+    args = {'url': router.url, 'api_key': 'k', 'control_plane_api_key': 'admin', 'drain_timeout': 5,
+            'workers': {'prefill': [{'url': P0['url'], 'bootstrap_port': 8998, 'name': 'prefill-0'}],
+                        'decode': [{'url': old.url}, {'url': new.url}]}}
+    result, failed = module_runner(router_workers.main, args, check_mode=True)
+    assert not failed and result['changed'] and result['plan'] == ['register decode %s' % new.url]
+    assert result['restarts'] == [{'unit': 'sglang-router.service', 'action': 'workers',
+                                   'reasons': ['register decode %s' % new.url], 'planned': True}]
+    assert router.posts() == []
+    result, failed = module_runner(router_workers.main, args)
+    assert not failed and result['changed'] and [w['url'] for w in result['registered']] == [new.url]
+    assert router.posts() == [{'url': new.url, 'worker_type': 'decode', 'api_key': 'k'}]
+    assert result['restarts'][0]['planned'] is False
+    # Scale in: the old decode leaves the set (marked in_service: false), is deregistered and drained.
+    args['workers']['decode'] = [{'url': new.url}]
+    result, failed = module_runner(router_workers.main, args)
+    assert not failed and [w['url'] for w in result['deregistered']] == [old.url]
+    assert result['drained'][0]['idle'] and old.scrapes >= 2
+    assert result['restarts'][0]['reasons'] == ['deregister decode %s' % old.url]
+    result, failed = module_runner(router_workers.main, args)
+    assert not failed and not result['changed'] and 'restarts' not in result
+
+
+def test_router_workers_refuses_a_set_without_a_worker_of_each_type(module_runner):
+    result, failed = module_runner(router_workers.main, {'url': 'http://r:1', 'workers': {
+        'prefill': [{'url': P0['url'], 'bootstrap_port': 8998}], 'decode': []}})
+    assert failed and 'workers.decode must list at least one worker' in result['msg']
 
 
 def test_worker_idle_waits_and_reports(module_runner, fakes):

@@ -154,7 +154,7 @@ def test_nested_values_are_rejected(fake_sglang, run):
 # --- parser=router: the real sglang-router 0.3.2 installed in this venv, the collection's own line ---
 
 def _router_argv(**settings):
-    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, credential_lines, router_args
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, credential_lines, router_args, worker_lines
     router = {"host": "0.0.0.0", "port": 30001, "prometheus_host": "127.0.0.1", "prometheus_port": 29000}
     workers = {"prefill": [{"url": "http://10.0.0.11:30000", "bootstrap_port": 8998},
                            {"url": "http://10.0.0.11:30010", "bootstrap_port": 8999}],
@@ -166,7 +166,7 @@ def _router_argv(**settings):
             "disable_circuit_breaker": False, "log_level": "info"}
     base.update(settings, api_key="k", control_plane_api_key="c")
     # As the role checks it: the launcher's key flags with placeholders.
-    return argv(router_args(router, workers, base) + credential_lines(base))
+    return argv(worker_lines(workers) + router_args(router, base) + credential_lines(base))
 
 
 def test_router_parser_accepts_every_flag_the_collection_renders(run):

@@ -146,3 +146,48 @@ def test_tls_needs_both_the_certificate_and_the_key(tls_credentials, capsys):
 def test_a_tls_path_on_the_command_line_beside_the_credential_is_refused(tls_credentials, capsys, word):
     assert run(TLS_OPTIONS + ["--"] + FLAGS + [word, "/tmp/x.pem"], tls_credentials) == (2, [])
     assert "leave it to the credential" in capsys.readouterr().err
+
+
+def write_workers(tmp_path, data):
+    path = tmp_path / "workers.json"
+    path.write_text(data if isinstance(data, str) else __import__("json").dumps(data))
+    return str(path)
+
+
+WORKER_SET = {"prefill": [{"url": "http://127.0.0.1:30000", "bootstrap_port": 8998}],
+              "decode": [{"url": "http://127.0.0.1:30002"}, {"url": "http://127.0.0.1:30003"}]}
+
+
+def test_the_workers_come_from_the_worker_set_file_and_the_router_parses_them(tmp_path):
+    from sglang_router.launch_router import parse_router_args
+    rc, (args,) = run(["--workers-file", write_workers(tmp_path, WORKER_SET), "--", "--pd-disaggregation"], {})
+    assert rc == 0
+    assert args == ["--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998",
+                    "--decode", "http://127.0.0.1:30002", "--decode", "http://127.0.0.1:30003"]
+    parsed = parse_router_args(args)
+    assert parsed.prefill_urls == [("http://127.0.0.1:30000", 8998)]
+    assert parsed.decode_urls == ["http://127.0.0.1:30002", "http://127.0.0.1:30003"]
+
+
+@pytest.mark.parametrize("content, why", [
+    ("{not json", "cannot read it as JSON"),
+    ({"prefill": {"url": "x"}}, "expected"),
+    ({"prefill": [{"url": "127.0.0.1:30000"}], "decode": [{"url": "http://h:1"}]}, "no http(s) url"),
+    ({"prefill": [{"url": "http://h:1", "bootstrap_port": "8998"}], "decode": [{"url": "http://h:2"}]}, "not a port"),
+    ({"prefill": [{"url": "http://h:1"}], "decode": []}, "at least one prefill and one decode"),
+])
+def test_a_bad_worker_set_file_is_refused_before_the_router_starts(tmp_path, capsys, content, why):
+    rc, launched = run(["--workers-file", write_workers(tmp_path, content), "--", "--pd-disaggregation"], {})
+    assert (rc, launched) == (2, [])
+    assert why in capsys.readouterr().err
+
+
+def test_a_missing_worker_set_file_is_refused(tmp_path, capsys):
+    assert run(["--workers-file", str(tmp_path / "absent.json"), "--", "--pd-disaggregation"], {}) == (2, [])
+    assert "rerun the router role" in capsys.readouterr().err
+
+
+def test_workers_on_the_command_line_beside_the_worker_set_file_are_refused(tmp_path, capsys):
+    rc, launched = run(["--workers-file", write_workers(tmp_path, WORKER_SET), "--"] + FLAGS, {})
+    assert (rc, launched) == (2, [])
+    assert "keep them in one place" in capsys.readouterr().err

@@ -307,10 +307,12 @@ def test_every_optional_part_at_once():
 def test_router_line_of_the_blackwell_inventory_with_the_role_defaults(inventory):
     topology = build_topology(*inventory("blackwell"), defaults=TOPOLOGY_DEFAULTS)
     router, = topology["routers"]
-    assert C.router_args(router, topology["workers"], router_defaults()) == [
-        ["--pd-disaggregation"],
+    assert C.worker_lines(topology["workers"]) == [
         ["--prefill", "http://127.0.0.1:30000", 8998],
         ["--decode", "http://127.0.0.1:30002"],
+    ]
+    assert C.router_args(router, router_defaults()) == [
+        ["--pd-disaggregation"],
         ["--host", "0.0.0.0"],
         ["--port", 30001],
         ["--prometheus-host", "127.0.0.1"],
@@ -334,9 +336,8 @@ def test_router_line_of_the_blackwell_inventory_with_the_role_defaults(inventory
 def test_router_line_of_the_multinode_inventory(inventory):
     topology = build_topology(*inventory("multinode"), defaults=TOPOLOGY_DEFAULTS)
     router, = topology["routers"]
-    lines = C.router_args(router, topology["workers"], router_defaults())
-    assert lines[:4] == [
-        ["--pd-disaggregation"],
+    lines = C.router_args(router, router_defaults())
+    assert C.worker_lines(topology["workers"]) == [
         ["--prefill", "http://10.0.0.11:30000", 8998],
         ["--prefill", "http://10.0.0.11:30010", 8999],
         ["--decode", "http://10.0.0.21:30002"],
@@ -348,9 +349,7 @@ def test_worker_order_prefill_then_decode_as_listed():
     workers = {"decode": [{"url": "http://d2:1"}, {"url": "http://d1:1"}],
                "prefill": [{"url": "http://p2:1", "bootstrap_port": 9000}, {"url": "http://p1:1", "bootstrap_port": 8998},
                            {"url": "http://p0:1", "bootstrap_port": None}, {"url": "http://p9:1"}]}
-    lines = C.router_args(ROUTER, workers, {})
-    assert lines[:7] == [
-        ["--pd-disaggregation"],
+    assert C.worker_lines(workers) == [
         ["--prefill", "http://p2:1", 9000],
         ["--prefill", "http://p1:1", 8998],
         ["--prefill", "http://p0:1"],
@@ -361,42 +360,42 @@ def test_worker_order_prefill_then_decode_as_listed():
 
 
 def test_router_without_workers_or_settings():
-    assert C.router_args(ROUTER, {}, {}) == [
+    assert C.router_args(ROUTER, {}) + C.worker_lines({}) == [
         ["--pd-disaggregation"], ["--host", "0.0.0.0"], ["--port", 30001],
         ["--prometheus-host", "127.0.0.1"], ["--prometheus-port", 29000]]
 
 
 def test_decode_bootstrap_port_is_not_the_routers_business():
-    lines = C.router_args(ROUTER, {"decode": [{"url": "http://d:1", "bootstrap_port": 8998}]}, {})
+    lines = C.router_args(ROUTER, {}) + C.worker_lines({"decode": [{"url": "http://d:1", "bootstrap_port": 8998}]})
     assert ["--decode", "http://d:1"] in lines
 
 
 @pytest.mark.parametrize("key, flag", C.ROUTER_FLAGS)
 def test_every_router_flag(key, flag):
-    lines = C.router_args(ROUTER, WORKERS, {key: "7"})
+    lines = C.router_args(ROUTER, {key: "7"})
     assert lines[-1] == [flag, "7"]
-    assert len(lines) == 8
-    assert C.router_args(ROUTER, WORKERS, {key: 0})[-1] == [flag, 0]
+    assert len(lines) == 6  # PD mode, 4 listen lines, the setting (the workers are in the worker set file)
+    assert C.router_args(ROUTER, {key: 0})[-1] == [flag, 0]
     for empty in (None, ""):
-        assert flag not in flags(C.router_args(ROUTER, WORKERS, {key: empty}))
+        assert flag not in flags(C.router_args(ROUTER, {key: empty}))
 
 
 @pytest.mark.parametrize("key, flag", C.ROUTER_SWITCHES)
 def test_every_router_switch(key, flag):
-    assert C.router_args(ROUTER, WORKERS, {key: True})[-1] == [flag]
+    assert C.router_args(ROUTER, {key: True})[-1] == [flag]
     for off in (False, None, ""):
-        assert flag not in flags(C.router_args(ROUTER, WORKERS, {key: off}))
+        assert flag not in flags(C.router_args(ROUTER, {key: off}))
 
 
 def test_router_flags_in_table_order_then_switches_and_extra_args():
     settings = dict((key, "v%d" % i) for i, (key, _flag) in enumerate(C.ROUTER_FLAGS))
     settings.update((key, True) for key, _flag in C.ROUTER_SWITCHES)
     settings["extra_args"] = ["--max-concurrent-requests", 64, "--enable-igw"]
-    lines = C.router_args(ROUTER, WORKERS, settings)
-    assert lines[3:7] == [["--host", "0.0.0.0"], ["--port", 30001], ["--prometheus-host", "127.0.0.1"], ["--prometheus-port", 29000]]
+    lines = C.router_args(ROUTER, settings)
+    assert lines[1:5] == [["--host", "0.0.0.0"], ["--port", 30001], ["--prometheus-host", "127.0.0.1"], ["--prometheus-port", 29000]]
     expected = ([[flag, "v%d" % i] for i, (_key, flag) in enumerate(C.ROUTER_FLAGS)] + [[flag] for _key, flag in C.ROUTER_SWITCHES]
                 + [["--max-concurrent-requests", "64"], ["--enable-igw"]])
-    assert lines[7:] == expected
+    assert lines[5:] == expected
 
 
 def test_the_flag_table():
@@ -413,7 +412,7 @@ def test_the_flag_table():
 
 def test_keys_never_on_the_router_line_placeholders_for_the_flag_check():
     settings = {"api_key": "s3cret", "control_plane_api_key": "adm1n"}
-    lines = C.router_args(ROUTER, WORKERS, settings)
+    lines = C.router_args(ROUTER, settings)
     assert "s3cret" not in C.argv(lines) and "adm1n" not in C.argv(lines)
     assert "--api-key" not in flags(lines) and "--control-plane-api-keys" not in flags(lines)
     assert C.credential_lines(settings) == [["--api-key", C.KEY_PLACEHOLDER],
@@ -438,7 +437,7 @@ def test_tls_certificate_and_key_are_credentials_whose_paths_the_flag_check_sees
 
 
 def test_router_extra_args_grouped():
-    lines = C.router_args(ROUTER, WORKERS, {"extra_args": ["--cors-allowed-origins", "https://a", "https://b", "--dp-aware"]})
+    lines = C.router_args(ROUTER, {"extra_args": ["--cors-allowed-origins", "https://a", "https://b", "--dp-aware"]})
     assert lines[-2:] == [["--cors-allowed-origins", "https://a", "https://b"], ["--dp-aware"]]
 
 
@@ -456,7 +455,7 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
                     retry_initial_backoff_ms=200, retry_max_backoff_ms=3000, shutdown_grace_period_secs=20,
                     extra_args=["--max-concurrent-requests", "64"])
     settings.update(api_key="k", control_plane_api_key="c", tls_cert="PEM", tls_key="PEM")
-    argv = C.argv(C.router_args(ROUTER, WORKERS, settings) + C.credential_lines(settings))
+    argv = C.argv(C.router_args(ROUTER, settings) + C.worker_lines(WORKERS) + C.credential_lines(settings))
     parser = argparse.ArgumentParser()
     router_args.RouterArgs.add_cli_args(parser, use_router_prefix=False)
     args = router_args.RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)
@@ -479,3 +478,12 @@ def test_every_router_flag_is_accepted_by_the_installed_router():
     # The client port's TLS files, as the launcher passes them (sglang-router keeps them as server_cert/key_path).
     assert (args.server_cert_path, args.server_key_path) == ("/run/credentials/sglang-router.service/router-tls-cert",
                                                              "/run/credentials/sglang-router.service/router-tls-key")
+
+
+def test_the_router_line_has_no_worker_and_the_worker_set_holds_them_in_order():
+    lines = C.router_args(ROUTER, {})
+    assert not [line for line in lines if line[0] in ("--prefill", "--decode")]
+    workers = {"prefill": [{"url": "http://p:1", "bootstrap_port": 8998, "port": 1}], "decode": [{"url": "http://d:2"}]}
+    assert C.worker_set(workers) == {"prefill": [{"url": "http://p:1", "bootstrap_port": 8998}],
+                                     "decode": [{"url": "http://d:2"}]}
+    assert C.worker_lines(workers) == [["--prefill", "http://p:1", 8998], ["--decode", "http://d:2"]]

@@ -69,7 +69,7 @@ def test_prefill_defaults():
         "advertise_host": None,
         "extra_args": [],
         "env": {},
-        "metrics": True,
+        "metrics": True, "in_service": True,
         "inventory_host": "gpu-1",
     }]
 

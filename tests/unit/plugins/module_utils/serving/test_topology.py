@@ -16,7 +16,7 @@ GROUPS = {"sglang_prefill": ["p"], "sglang_decode": ["d"], "sglang_router": ["r"
 
 INSTANCE_KEYS = ("name", "mode", "unit", "host", "port", "bootstrap_port", "dist_init_host", "dist_init_port", "gpus",
                  "tp_size", "numa_node", "mem_fraction_static", "context_length", "advertise_host", "extra_args", "env", "metrics",
-                 "inventory_host", "url", "local_url", "metrics_url")
+                 "in_service", "inventory_host", "url", "local_url", "metrics_url")
 ROUTER_KEYS = ("inventory_host", "host", "port", "prometheus_host", "prometheus_port", "url", "local_url", "prometheus_url",
                "prometheus_local_url", "tls", "ca_path", "tls_names")
 
@@ -569,3 +569,25 @@ def test_an_unknown_tls_mode_is_a_problem_naming_the_variable(value, said):
 def test_a_relative_ca_path_is_a_problem():
     topology = three_hosts(r={"sglang_router_tls": "provided", "sglang_router_tls_ca_path": "ca.pem"})
     assert messages(topology) == [("r", "sglang_router_tls_ca_path", "must be an absolute path, got 'ca.pem'")]
+
+
+# --- instances out of service -----------------------------------------------------------------------------
+
+def test_an_instance_out_of_service_is_deployed_but_no_router_serves_it():
+    spare = dict(DECODE, name="decode-1", port=30012, gpus=[2], numa_node=0, dist_init_port=30445, in_service=False)
+    topology = three_hosts(d={"sglang_decode_instances": [dict(DECODE, gpus=[0, 1]), spare]})
+    assert messages(topology) == []
+    assert [i["name"] for i in topology["hosts"]["d"]["decode"]] == ["decode", "decode-1"]
+    assert len(topology["workers"]["decode"]) == 2
+    assert [w["name"] for w in topology["router_workers"]["decode"]] == ["decode"]
+    assert topology["router_workers"]["prefill"] == topology["workers"]["prefill"]
+
+
+def test_every_instance_of_a_mode_out_of_service_is_a_problem():
+    topology = three_hosts(decode={"in_service": False})
+    assert any(v == "sglang_decode_instances" and "in_service: false" in m for _h, v, m in messages(topology))
+
+
+def test_in_service_must_be_a_boolean():
+    topology = three_hosts(decode={"in_service": "no"})
+    assert any(v.endswith(".in_service") and "true or false" in m for _h, v, m in messages(topology))

@@ -5,6 +5,7 @@
 the ExecStart= line read back the way systemd splits it, which must give exactly the launch words and the argv
 that sglang_flag_check checked."""
 
+import json
 import os
 import re
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args, worker_lines
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance, role_defaults  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -585,7 +586,7 @@ def test_router_unit_with_keys_passes_them_as_credentials_only(inventory):
     settings = router_settings(api_key=SECRET, control_plane_api_key=CONTROL_SECRET,
                                local_units=["sglang-prefill.service", "sglang-decode.service"])
     unit = U.router_unit(router, workers, settings)
-    lines = router_args(router, workers, settings)
+    lines = router_args(router, settings)
     assert unit["argv_lines"] == lines
     assert (unit["name"], unit["unit"], unit["unit_path"], unit["env_file"]) == (
         "router", "sglang-router.service", "/etc/systemd/system/sglang-router.service", "/etc/sglang-router/router.env")
@@ -599,12 +600,12 @@ def test_router_unit_with_keys_passes_them_as_credentials_only(inventory):
     # The launcher's own options name the credentials, "--" ends them, then the router's flags; no key, no ${...}.
     assert words == ROUTER_LAUNCH.split() + [
         "--api-key-credential", "router-api-key", "--control-plane-api-key-credential", "router-control-plane-api-key",
-        "--"] + argv(lines)
+        "--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(lines)
     assert "--api-key" not in words and "--control-plane-api-keys" not in words
     assert expansions == []
     parsed = sections(text)
     assert parsed["Unit"] == [
-        ("Description", "SGLang PD router on 0.0.0.0:30001 (1 prefill, 1 decode)"),
+        ("Description", "SGLang PD router on 0.0.0.0:30001"),
         ("Documentation", "https://docs.sglang.ai/advanced_features/router.html"),
         ("After", "network-online.target sglang-prefill.service sglang-decode.service"),
         ("Wants", "network-online.target sglang-prefill.service sglang-decode.service"),
@@ -636,15 +637,16 @@ def test_router_unit_with_keys_passes_them_as_credentials_only(inventory):
          "mode": "0600"}]
     assert unit["credential_files"] == [CREDENTIALS + "/router-api-key", CREDENTIALS + "/router-control-plane-api-key"]
     # The flag check parses the launcher's flags with placeholders.
-    assert unit["check_lines"] == lines + [["--api-key", "KEY-FROM-CREDENTIAL"],
-                                           ["--control-plane-api-keys", "pdserve:pdserve-operations:admin:KEY-FROM-CREDENTIAL"]]
+    assert unit["check_lines"] == lines + worker_lines(workers) + [
+        ["--api-key", "KEY-FROM-CREDENTIAL"], ["--control-plane-api-keys", "pdserve:pdserve-operations:admin:KEY-FROM-CREDENTIAL"]]
 
 
 def test_router_unit_with_the_client_key_only(inventory):
     router, workers = blackwell_router(inventory)
     unit = U.router_unit(router, workers, router_settings(api_key="k"))
-    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 4] == [
-        "--api-key-credential", "router-api-key", "--", "--pd-disaggregation"]
+    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 6] == [
+        "--api-key-credential", "router-api-key", "--workers-file", "/etc/sglang-router/workers.json", "--",
+        "--pd-disaggregation"]
     assert [v for k, v in sections(unit["unit_text"])["Service"] if k == "LoadCredential"] == [
         "router-api-key:%s/router-api-key" % CREDENTIALS]
 
@@ -654,9 +656,10 @@ def test_router_unit_without_keys(inventory):
     unit = U.router_unit(router, workers, router_settings())
     expansions = []
     words = exec_words(unit["unit_text"], expansions)
-    assert words == ROUTER_LAUNCH.split() + argv(router_args(router, workers, router_settings()))
-    assert words[LAUNCH_WORDS:] == [
-        "--pd-disaggregation", "--prefill", "http://127.0.0.1:30000", "8998", "--decode", "http://127.0.0.1:30002",
+    assert words == ROUTER_LAUNCH.split() + ["--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(
+        router_args(router, router_settings()))
+    assert words[LAUNCH_WORDS + 3:] == [
+        "--pd-disaggregation",
         "--host", "0.0.0.0", "--port", "30001", "--prometheus-host", "127.0.0.1", "--prometheus-port", "29000",
         "--policy", "cache_aware", "--request-timeout-secs", "1800", "--worker-startup-timeout-secs", "1800",
         "--worker-startup-check-interval", "2", "--health-check-interval-secs", "2", "--health-failure-threshold", "2",
@@ -666,7 +669,7 @@ def test_router_unit_without_keys(inventory):
     assert expansions == []
     assert "--api-key" not in unit["unit_text"] and "LoadCredential" not in unit["unit_text"]
     assert unit["credential_files"] == [] and len(unit["files"]) == 2
-    assert unit["check_lines"] == unit["argv_lines"]
+    assert unit["check_lines"] == unit["argv_lines"] + worker_lines(workers)
     assert ("After", "network-online.target") in sections(unit["unit_text"])["Unit"]
 
 
@@ -686,9 +689,10 @@ def test_router_unit_with_tls_loads_certificate_and_key_as_credentials(inventory
         "router-tls-cert:%s/router-tls-cert" % CREDENTIALS,
         "router-tls-key:%s/router-tls-key" % CREDENTIALS]
     words = exec_words(text)
-    assert words[LAUNCH_WORDS:LAUNCH_WORDS + 9] == [
+    assert words[LAUNCH_WORDS:LAUNCH_WORDS + 11] == [
         "--api-key-credential", "router-api-key", "--control-plane-api-key-credential", "router-control-plane-api-key",
-        "--tls-cert-credential", "router-tls-cert", "--tls-key-credential", "router-tls-key", "--"]
+        "--tls-cert-credential", "router-tls-cert", "--tls-key-credential", "router-tls-key",
+        "--workers-file", "/etc/sglang-router/workers.json", "--"]
     assert "--tls-key-path" not in words and "--tls-cert-path" not in words
     assert unit["files"][-2:] == [
         {"path": CREDENTIALS + "/router-tls-cert", "content": PEM_CERT, "owner": "root", "group": "root", "mode": "0600"},
@@ -726,21 +730,25 @@ def test_router_unit_of_the_multinode_inventory(inventory):
     router, = topology["routers"]
     settings = router_settings(extra_args=["--max-concurrent-requests", 64], disable_retries=True)
     unit = U.router_unit(router, topology["workers"], settings)
-    assert ("Description", "SGLang PD router on 0.0.0.0:30001 (2 prefill, 1 decode)") in sections(unit["unit_text"])["Unit"]
+    assert ("Description", "SGLang PD router on 0.0.0.0:30001") in sections(unit["unit_text"])["Unit"]
     words = exec_words(unit["unit_text"])
-    assert words == ROUTER_LAUNCH.split() + argv(unit["argv_lines"])
-    assert words[LAUNCH_WORDS:LAUNCH_WORDS + 7] == [
-        "--pd-disaggregation", "--prefill", "http://10.0.0.11:30000", "8998", "--prefill", "http://10.0.0.11:30010", "8999"]
+    assert words == ROUTER_LAUNCH.split() + ["--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(unit["argv_lines"])
+    assert words[LAUNCH_WORDS + 3:LAUNCH_WORDS + 5] == ["--pd-disaggregation", "--host"]
     assert words[-3:] == ["--disable-retries", "--max-concurrent-requests", "64"]
+    assert json.loads(unit["worker_set_file"]["content"])["prefill"] == [
+        {"url": "http://10.0.0.11:30000", "bootstrap_port": 8998}, {"url": "http://10.0.0.11:30010", "bootstrap_port": 8999}]
 
 
 def test_router_unit_ipv6_worker_urls():
     router = {"host": "::", "port": 30001, "prometheus_host": "::1", "prometheus_port": 29000}
     workers = {"prefill": [{"url": "http://[fd00::11]:30000", "bootstrap_port": 8998}], "decode": [{"url": "http://[fd00::21]:30002"}]}
     unit = U.router_unit(router, workers, router_settings())
-    assert exec_words(unit["unit_text"])[LAUNCH_WORDS:LAUNCH_WORDS + 9] == [
-        "--pd-disaggregation", "--prefill", "http://[fd00::11]:30000", "8998", "--decode", "http://[fd00::21]:30002",
-        "--host", "::", "--port"]
+    assert exec_words(unit["unit_text"])[LAUNCH_WORDS + 3:LAUNCH_WORDS + 7] == ["--pd-disaggregation", "--host", "::", "--port"]
+    # The workers are in the worker set file, as the launcher reads them.
+    assert json.loads(unit["worker_set_file"]["content"]) == {
+        "prefill": [{"url": "http://[fd00::11]:30000", "bootstrap_port": 8998}], "decode": [{"url": "http://[fd00::21]:30002"}]}
+    assert unit["worker_set_file"]["mode"] == "0640" and unit["worker_set_file"]["owner"] == "root"
+    assert unit["check_lines"][-2:] == [["--prefill", "http://[fd00::11]:30000", 8998], ["--decode", "http://[fd00::21]:30002"]]
 
 
 # --- changed units ------------------------------------------------------------------------------------
