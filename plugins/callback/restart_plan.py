@@ -9,8 +9,10 @@ short_description: End the run with one line per unit that restarted, or would r
 version_added: 0.4.0
 description:
   - Collects the C(restarts) that the collection's modules return (M(pdserve.sglang.managed_files) for units whose
-    unit or environment file changed, M(pdserve.sglang.server_restart) for rolling restarts and upgrades) and prints
-    them after the play recap, one line per unit and host, with the reasons merged
+    unit or environment file changed, M(pdserve.sglang.server_restart) for rolling restarts and upgrades,
+    M(pdserve.sglang.router_workers) for workers a running router registered or deregistered without a restart,
+    printed as C(workers registered/deregistered, no restart)) and prints them after the play recap, one line per unit
+    and host, with the reasons merged
     (C(sglang-decode-0.service on gpu-decode-1 - would restart (fingerprint sglang 0.5.23 -> 0.5.24; unit --mem-fraction-static))).
   - The reasons are the fingerprint lines of the env file (SGLang and router version, venv, model revision), then the
     names of the changed keys and flags of the unit file and the env file; never a value of those.
