@@ -506,6 +506,18 @@ def lock_plan(host: str, s: Dict[str, Any], mode: str, wanted: List[str]) -> Dic
     return result
 
 
+def up_to_date(s: Dict[str, Any], facts: Dict[str, Any], decided: Dict[str, Any]) -> bool:
+    """Whether the users, directories, venv and packages are as wanted: the role's steps up to the packages have
+    nothing to do (the kernel builds, the chat template and the model have checks of their own)."""
+    users = facts.get("users") or {}
+    build_user_ok = not s.get("create_user") or not decided["needs_build_user"] or bool(
+        (users.get(s.get("build_user")) or {}).get("exists"))
+    venv_python = posixpath.join(s.get("venv") or "", "bin", "python")
+    return (not facts.get("account_to_fix") and build_user_ok and not decided["directories_to_fix"]
+            and not decided["conversions"] and bool((_path(facts, venv_python) or {}).get("exists"))
+            and decided["pins_met"] and s.get("source") != "git")
+
+
 def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
     """Decisions and problems; see the module docstring."""
     s = dict(settings or {})
@@ -519,18 +531,25 @@ def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str
     pip = pip_requirements(s, mode)
     locked = lock_plan(host, s, mode, pip["all"])
     problems = unique(problems + locked.pop("problems"))
-    return {
+    # Every pin of the pip steps, or with a lock every pin of the lock: all met by the venv as install_facts found it
+    # means no pip runs.
+    requirements = locked["requirements"] if locked["mode"] == "hashes" else pip["all"]
+    decided = {
+        "directories_to_fix": directories_to_fix(s, facts, wanted),
+        "conversions": conversions(s, facts, wanted),
+        "needs_build_user": needs_build_user(s, items),
+        "pins_met": not unmet_requirements(requirements, dict(facts.get("venv_packages") or {})),
+    }
+    return dict(decided, **{
         "pip": pip,
         "pip_lock": locked,
         "nixl_mode": mode,
         "directories": wanted,
-        "directories_to_fix": directories_to_fix(s, facts, wanted),
-        "conversions": conversions(s, facts, wanted),
-        "needs_build_user": needs_build_user(s, items),
+        "up_to_date": up_to_date(s, facts, decided),
         "kernel_builds": items,
         "needs_cuda": any(needs_cuda(item) for item in items),
         "needs_git": bool(git_users(s, items)),
         "problems": problems,
         "report": report(problems, "sglang_install preflight") if problems else "",
         "warnings": warnings(host, s, facts, mode),
-    }
+    })

@@ -450,3 +450,38 @@ def test_pip_unmet_filter_reads_install_facts():
         F.pip_unmet("x==1", {})
     with pytest.raises(AnsibleFilterError, match="install_facts"):
         F.pip_unmet([], "facts")
+
+
+def _installed_host():
+    """FACTS of a host where the plain settings' directories, venv and every pin are in place."""
+    there = {"exists": True, "isdir": True, "owner": "root", "group": "root", "mode": "0755"}
+    paths = {"/opt/sglang": there, "/opt/sglang/venv": there, "/opt/sglang/install-state": dict(there, mode="0700"),
+             "/opt/sglang/venv/bin/python": dict(there, isdir=False)}
+    pins = judge()["pip"]["all"]
+    assert pins and all("==" in pin for pin in pins)
+    packages = dict(pin.split("[")[0].split("==") if "[" in pin else pin.split("==") for pin in pins)
+    packages = {name.split("[")[0]: version for name, version in packages.items()}
+    return {"paths": paths, "venv_packages": packages, "account_to_fix": False}
+
+
+def test_up_to_date_only_when_account_directories_venv_and_every_pin_are_in_place():
+    host = _installed_host()
+    ready = judge(facts=host)
+    assert ready["pins_met"] and ready["up_to_date"], ready
+    older = dict(host["venv_packages"], sglang="0.5.22")
+    no_venv = dict(host["paths"])
+    no_venv.pop("/opt/sglang/venv/bin/python")
+    wrong_mode = dict(host["paths"], **{"/opt/sglang/venv": dict(host["paths"]["/opt/sglang/venv"], mode="0775")})
+    for facts in ({"venv_packages": older}, {"paths": no_venv}, {"paths": wrong_mode}, {"account_to_fix": True}):
+        assert not judge(facts=dict(host, **facts))["up_to_date"], facts
+    assert not judge(facts=dict(host, venv_packages=older))["pins_met"]
+    # SGLang from git has its own record of what was built; a build user the host lacks must be created first.
+    assert not judge(facts=host, source="git")["up_to_date"]
+    builds = [{"name": "fa", "src": "/fa"}]
+    assert not judge(facts=host, kernel_builds=builds, create_user=True)["up_to_date"]
+    with_builder = dict(host, users=dict(FACTS["users"], **{"sglang-build": {"exists": True}}))
+    build_paths = dict(host["paths"], **{"/opt/sglang/build": dict(host["paths"]["/opt/sglang"], owner="sglang-build",
+                                                                      group="sglang-build"),
+                                         "/opt/sglang/libexec": host["paths"]["/opt/sglang"]})
+    built = judge(facts=dict(with_builder, paths=build_paths), kernel_builds=builds, create_user=True)
+    assert built["up_to_date"], (built["directories_to_fix"], built["conversions"], built["pins_met"])
