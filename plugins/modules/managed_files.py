@@ -114,6 +114,24 @@ options:
       - Remove the files found by O(prune). V(false) only reports them in RV(stale).
     type: bool
     default: true
+  daemon_reload:
+    description:
+      - After a write that changed or removed a file, run C(systemctl daemon-reload) once, in the same round trip, so
+        systemd sees the new units before anything starts or restarts them.
+    type: bool
+    default: false
+    version_added: 0.4.0
+  start:
+    description:
+      - systemd units to enable and start after the write (and the reload), in the same round trip (one
+        C(systemctl enable --now)); usually the RV(units_to_start) of a check-mode call that planned the write. Nothing
+        is started in check mode.
+      - A unit that was not running is started here and is not among RV(restarts_left): it runs its new files already.
+        One that was running is only enabled, and stays among them.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
   secret_values:
     description:
       - Strings (for example an API key inside an environment file) never shown in the result or the diff.
@@ -190,6 +208,23 @@ changed_directories:
   returned: always
   type: list
   elements: str
+daemon_reloaded:
+  description: Whether this call ran C(systemctl daemon-reload) (O(daemon_reload)).
+  returned: always
+  type: bool
+  version_added: 0.4.0
+started:
+  description: The O(start) units that were not running and that this call started (each of O(start) is enabled).
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.4.0
+restarts_left:
+  description: The RV(restarts) whose unit this call did not start (O(start)), which the caller still restarts.
+  returned: always
+  type: list
+  elements: dict
+  version_added: 0.4.0
 account_to_fix:
   description: Whether P(pdserve.sglang.service_account#module) would change the O(account); V(null) without one.
   returned: always
@@ -255,6 +290,17 @@ def _unit_states(module, units):
     rc, out, dummy = module.run_command(
         [systemctl, "show", "--property=Id,LoadState,ActiveState,UnitFileState", "--"] + list(units))
     return host_state.unit_states(out) if rc == 0 else {}
+
+
+def _systemctl(module, reload, start, diffs, secrets):
+    """daemon-reload, then enable and start ``start``: one round trip instead of a task each."""
+    systemctl = module.get_bin_path("systemctl", required=True)
+    steps = ([[systemctl, "daemon-reload"]] if reload else []) + ([[systemctl, "enable", "--now", "--"] + start] if start else [])
+    for argv in steps:
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg="%s failed (rc=%s): %s" % (" ".join(argv[1:]), rc, _mask((err or out).strip(), secrets)),
+                             diff=diffs if module._diff else [])
 
 
 def _directory_line(info):
@@ -371,6 +417,8 @@ def run_module():
                 marker=dict(type="str", required=True),
             )),
             remove_stale=dict(type="bool", default=True),
+            daemon_reload=dict(type="bool", default=False),
+            start=dict(type="list", elements="str", default=[]),
             secret_values=dict(type="list", elements="str", default=[], no_log=True),
             services=dict(type="list", elements="dict", default=[], options=dict(
                 unit=dict(type="str", required=True),
@@ -439,9 +487,18 @@ def run_module():
             os.remove(path)
 
     restarts = _restarts(module.params["services"], changed_paths, texts, module.check_mode)
-    result = dict(changed=bool(changed_paths or removed or changed_directories), changed_paths=changed_paths, stale=stale,
-                  removed=removed, restarts=restarts, changed_directories=changed_directories,
-                  units_to_start=units_to_start, account_to_fix=account_to_fix)
+    reloaded = bool(module.params["daemon_reload"] and (changed_paths or removed) and not module.check_mode)
+    to_start = [] if module.check_mode else list(module.params["start"])
+    # Only a unit that was not running starts with its new files; one that ran is enabled here and restarted by the caller.
+    before = _unit_states(module, to_start)
+    started = [u for u in to_start if ((before.get(u) or before.get(u + ".service") or {}).get("active")
+                                       not in ("active", "activating", "reloading"))]
+    if reloaded or to_start:
+        _systemctl(module, reloaded, to_start, diffs, secrets)
+    result = dict(changed=bool(changed_paths or removed or changed_directories or to_start), changed_paths=changed_paths,
+                  stale=stale, removed=removed, restarts=restarts, changed_directories=changed_directories,
+                  units_to_start=units_to_start, account_to_fix=account_to_fix, daemon_reloaded=reloaded,
+                  started=started, restarts_left=[r for r in restarts if r["unit"] not in started])
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -393,3 +393,57 @@ def test_without_an_account_there_is_nothing_to_fix(run, tmp_path):
     result, failed = run({"files": [entry(tmp_path / "a.service", "x\n")]}, check_mode=True)
     assert not failed, result
     assert result["account_to_fix"] is None
+
+
+SHOW = ("Id=running.service\nLoadState=loaded\nActiveState=active\nUnitFileState=disabled\n\n"
+        "Id=new.service\nLoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n")
+
+
+def _systemctl(monkeypatch, rc=0):
+    calls = []
+
+    def fake_run_command(self, cmd, **kwargs):
+        calls.append(cmd[1:])
+        if cmd[1] == "show":
+            return 0, SHOW, ""
+        return rc, "", "Job for new.service failed" if rc else ""
+    monkeypatch.setattr(managed_files.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/bin/systemctl")
+    monkeypatch.setattr(managed_files.AnsibleModule, "run_command", fake_run_command)
+    return calls
+
+
+def _services(tmp_path):
+    return [{"unit": name, "unit_path": str(tmp_path / name)} for name in ("running.service", "new.service")]
+
+
+def test_the_write_reloads_systemd_and_starts_what_was_not_running_in_one_round_trip(run, tmp_path, monkeypatch):
+    calls = _systemctl(monkeypatch)
+    files = [entry(tmp_path / "running.service", "[Service]\nExecStart=/bin/b\n"), entry(tmp_path / "new.service", "n\n")]
+    result, failed = run({"files": files, "services": _services(tmp_path), "daemon_reload": True,
+                          "start": ["running.service", "new.service"]})
+    assert not failed, result
+    assert calls == [["show", "--property=Id,LoadState,ActiveState,UnitFileState", "--", "running.service", "new.service"],
+                     ["daemon-reload"], ["enable", "--now", "--", "running.service", "new.service"]]
+    assert result["daemon_reloaded"] is True and result["started"] == ["new.service"]
+    # The running unit was only enabled: its new files need the caller's restart; the new one runs them already.
+    assert [r["unit"] for r in result["restarts"]] == ["running.service", "new.service"]
+    assert [r["unit"] for r in result["restarts_left"]] == ["running.service"]
+
+
+def test_nothing_changed_means_no_reload_and_check_mode_starts_nothing(run, tmp_path, monkeypatch):
+    calls = _systemctl(monkeypatch)
+    path = write(tmp_path / "running.service", "same\n")
+    same = [entry(path, "same\n")]
+    result, failed = run({"files": same, "daemon_reload": True})
+    assert not failed and result["daemon_reloaded"] is False and result["changed"] is False and calls == []
+    changed = [entry(path, "other\n")]
+    result, failed = run({"files": changed, "daemon_reload": True, "start": ["new.service"]}, check_mode=True)
+    assert not failed and result["daemon_reloaded"] is False and result["started"] == [] and calls == []
+    assert (tmp_path / "running.service").read_text() == "same\n"
+
+
+def test_a_unit_that_does_not_start_fails_the_write_naming_it(run, tmp_path, monkeypatch):
+    _systemctl(monkeypatch, rc=1)
+    result, failed = run({"files": [entry(tmp_path / "new.service", "n\n")], "daemon_reload": True,
+                          "start": ["new.service"]})
+    assert failed and "daemon-reload failed" in result["msg"] and "new.service" in result["msg"]
