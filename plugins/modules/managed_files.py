@@ -126,7 +126,7 @@ options:
       - systemd units to enable and start after the write (and the reload), in the same round trip (one
         C(systemctl enable --now)); usually the RV(units_to_start) of a check-mode call that planned the write. Nothing
         is started in check mode.
-      - A unit that was not running is started here and is not among RV(restarts_left): it runs its new files already.
+      - A unit that was not running is started here and is not among RV(restarts_left), as it runs its new files already.
         One that was running is only enabled, and stays among them.
     type: list
     elements: str

@@ -14,6 +14,8 @@ description:
     given paths exist.
   - Says what is missing, so that on a host where everything is in place the monitoring role skips its installs,
     directories and service starts in one check instead of a task result each.
+  - With O(judge) it also judges the host's part of the monitoring layout as P(pdserve.sglang.monitoring_preflight#module)
+    does, in the same round trip, and fails listing every problem before it returns anything.
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
@@ -108,6 +110,36 @@ options:
         description: Permissions, as an octal string such as C("0640").
         type: str
         default: "0644"
+  judge:
+    description:
+      - The options of P(pdserve.sglang.monitoring_preflight#module) (without C(fail_on_problems)); the module fails on
+        any problem, as that module does. Omit to judge nothing.
+    type: dict
+    version_added: 0.4.0
+    suboptions:
+      host:
+        description: The inventory name of the host being judged.
+        type: str
+        required: true
+      topology:
+        description: The result of P(pdserve.sglang.serving_topology#filter).
+        type: dict
+        required: true
+      settings:
+        description: The monitoring settings of the inventory (filter C(pdserve.sglang.monitoring_settings)).
+        type: dict
+        required: true
+      options:
+        description: The role's install choices and own units and users, as monitoring_preflight takes them.
+        type: dict
+        default: {}
+      rules:
+        description: The alert rule parameters to check on a monitoring host.
+        type: dict
+      check_ports:
+        description: Look for processes that are not the role's units holding the monitoring ports.
+        type: bool
+        default: true
   secret_values:
     description: Strings in O(files) (a password hash) that no log of this module's arguments may show.
     type: list
@@ -131,6 +163,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+problems:
+  description: Every problem O(judge) found, each C({host, variable, message, fix}); the module then fails.
+  returned: when O(judge) finds a problem
+  type: list
+  elements: dict
+  version_added: 0.4.0
+problem_lines:
+  description: The problems as readable lines.
+  returned: when O(judge) finds a problem
+  type: list
+  elements: str
+  version_added: 0.4.0
 packages:
   description: The installed version of each package asked for (null when not installed).
   returned: always
@@ -182,7 +226,9 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import file_state
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_judge
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_state
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
 
 DPKG_STATUS = "/var/lib/dpkg/status"
 
@@ -248,8 +294,17 @@ def run_module():
             mode=dict(type="str", default="0644"),
         )),
         secret_values=dict(type="list", elements="str", default=[], no_log=True),
+        judge=dict(type="dict", options=host_judge.argument_spec()),
     ), supports_check_mode=True)
     p = module.params
+    if p["judge"]:
+        error = host_judge.topology_error(p["judge"]["topology"])
+        if error:
+            module.fail_json(msg=error)
+        problems, _ports = host_judge.judge_host(p["judge"])
+        if problems:
+            module.fail_json(msg=report(problems, "monitoring preflight"), problems=problems,
+                             problem_lines=[line(item) for item in problems])
     installed = host_state.installed_packages(_read(DPKG_STATUS) or "") if p["packages"] else {}
     missing = host_state.missing_packages(p["packages"], installed)
     names = [spec.split("=", 1)[0] for spec in p["packages"]]

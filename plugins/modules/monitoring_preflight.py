@@ -114,46 +114,21 @@ ports:
   sample: [{"port": 9100, "variable": "monitoring_node_exporter_port"}]
 """
 
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
-from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import checks as monitoring_checks
+from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import host_judge
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
 
 
-def _uids(users):
-    uids = []
-    for user in users:
-        try:
-            uids.append(pwd.getpwnam(user).pw_uid)
-        except KeyError:
-            pass
-    return uids
-
-
 def run_module():
-    module = AnsibleModule(argument_spec=dict(
-        host=dict(type="str", required=True),
-        topology=dict(type="dict", required=True),
-        settings=dict(type="dict", required=True),
-        options=dict(type="dict", default={}),
-        rules=dict(type="dict"),
-        check_ports=dict(type="bool", default=True),
-        fail_on_problems=dict(type="bool", default=True),
-    ), supports_check_mode=True)
+    spec = host_judge.argument_spec()
+    spec.update(fail_on_problems=dict(type="bool", default=True))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
-    for key in ("hosts", "workers", "routers"):
-        if key not in params["topology"]:
-            module.fail_json(msg="topology has no %r: pass the result of the pdserve.sglang.serving_topology filter" % key)
-    observed = {"listeners": host_observe.listeners() if params["check_ports"] else None}
-    options = dict(params["options"])
-    options["own_uids"] = _uids(options.pop("own_users", []) or [])
-    problems = monitoring_checks.judge(params["host"], params["topology"], params["settings"], options,
-                                       observed, params["rules"])
-    ports = monitoring_checks.wanted_ports(params["topology"], params["host"], params["settings"], options)
-    result = dict(changed=False, problems=problems, problem_lines=[line(p) for p in problems],
-                  ports=[{"port": p, "variable": v} for p, v in ports])
+    error = host_judge.topology_error(params["topology"])
+    if error:
+        module.fail_json(msg=error)
+    problems, ports = host_judge.judge_host(params)
+    result = dict(changed=False, problems=problems, problem_lines=[line(p) for p in problems], ports=ports)
     if problems and params["fail_on_problems"]:
         module.fail_json(msg=report(problems, "monitoring preflight"), **result)
     module.exit_json(**result)

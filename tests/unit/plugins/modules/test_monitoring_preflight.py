@@ -59,3 +59,23 @@ def test_clean_layout_passes_in_check_mode(run):
 def test_not_a_topology(run):
     result, failed = run({"host": "rt", "topology": {"hosts": {}}, "settings": SETTINGS})
     assert failed and "pass the result of the pdserve.sglang.serving_topology filter" in result["msg"]
+
+
+def test_monitoring_facts_makes_the_same_judgement_in_its_read(module_runner, monkeypatch):
+    """The deploy's read (monitoring_facts, option judge) fails on the problems the preflight finds, and passes the
+    layout the preflight passes."""
+    from ansible_collections.pdserve.sglang.plugins.modules import monitoring_facts
+    monkeypatch.setattr(host_observe, "listeners", lambda: [])
+    topo = build_topology(HOST_VARS, GROUPS, defaults=TOPOLOGY_DEFAULTS)
+    judge = {"host": "rt", "topology": topo, "settings": SETTINGS, "options": {"grafana_source": "apt_repo"}}
+    preflight, _ = module_runner(monitoring_preflight.main, dict(judge))
+    read, failed = module_runner(monitoring_facts.main, {"judge": judge})
+    assert failed and read["problems"] == preflight["problems"] and read["msg"] == preflight["msg"]
+    assert "packages" not in read
+    clean = dict(HOST_VARS, **{"gpu-d": dict(HOST_VARS["gpu-d"], sglang_server_host="10.0.0.21")})
+    good = {"host": "rt", "topology": build_topology(clean, GROUPS, defaults=TOPOLOGY_DEFAULTS),
+            "settings": dict(SETTINGS, node_exporter={})}
+    read, failed = module_runner(monitoring_facts.main, {"judge": good}, True)
+    assert not failed and read["missing_packages"] == []
+    read, failed = module_runner(monitoring_facts.main, {"judge": dict(good, topology={"hosts": {}})})
+    assert failed and "serving_topology" in read["msg"]
