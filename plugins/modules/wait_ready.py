@@ -77,9 +77,16 @@ options:
         description:
           - Router only. Model name for the test request; by default the first entry of C(GET /v1/models).
         type: str
+      timeout:
+        description:
+          - Seconds this endpoint may take, counted from the start like O(timeout), which it replaces for this endpoint
+            (a server and its router in one call, each with the limit of its own role).
+        type: float
+        version_added: 0.4.0
   timeout:
     description:
-      - Seconds to wait for all endpoints together. Loading a large model takes minutes.
+      - Seconds to wait for all endpoints together (an endpoint with a O(endpoints[].timeout) of its own waits that
+        long instead). Loading a large model takes minutes.
     type: float
     default: 900
   interval:
@@ -231,6 +238,7 @@ def argument_spec():
                 expected_prefill=dict(type='int', default=1),
                 expected_decode=dict(type='int', default=1),
                 model=dict(type='str'),
+                timeout=dict(type='float'),
             ),
         ),
         timeout=dict(type='float', default=900),
@@ -254,6 +262,8 @@ def validate_params(module):
             module.fail_json(msg='endpoint url %r must start with http:// or https://' % item['url'])
         if item['expected_prefill'] < 0 or item['expected_decode'] < 0:
             module.fail_json(msg='expected_prefill and expected_decode must not be negative (%s)' % item['url'])
+        if item['timeout'] is not None and item['timeout'] <= 0:
+            module.fail_json(msg='endpoint timeout must be greater than 0, got %s (%s)' % (item['timeout'], item['url']))
         if item['pid'] is not None and item['pid'] <= 0:
             module.fail_json(msg='pid must be a positive process id, got %s (%s)' % (item['pid'], item['url']))
         name = Endpoint.from_option(item).name

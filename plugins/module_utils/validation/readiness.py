@@ -40,8 +40,10 @@ class Endpoint(object):
     """One thing to wait for."""
 
     def __init__(self, url, kind='server', name=None, unit=None, pid=None,
-                 expected_prefill=1, expected_decode=1, model=None):
+                 expected_prefill=1, expected_decode=1, model=None, timeout=None):
         self.url = url.rstrip('/')
+        # Seconds this endpoint may take; None: the Waiter's timeout.
+        self.timeout = float(timeout) if timeout is not None else None
         self.kind = kind
         self.unit = unit
         self.pid = pid
@@ -56,7 +58,7 @@ class Endpoint(object):
                    unit=item.get('unit'), pid=item.get('pid'),
                    expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
                    expected_decode=item.get('expected_decode', 1) if item.get('expected_decode') is not None else 1,
-                   model=item.get('model'))
+                   model=item.get('model'), timeout=item.get('timeout'))
 
 
 class EndpointState(object):
@@ -388,11 +390,15 @@ class Waiter(object):
                 self._finished += 1
                 self._cond.notify_all()
 
+    def timeout_of(self, endpoint: Endpoint) -> float:
+        """The seconds ``endpoint`` may take: its own timeout, else the Waiter's."""
+        return endpoint.timeout if endpoint.timeout is not None else self.timeout
+
     def run(self) -> Tuple[List["EndpointState"], str]:
         self.started = self.clock()
-        deadline = self.started + self.timeout
         threads = []
         for state in self.states:
+            deadline = self.started + self.timeout_of(state.endpoint)
             thread = threading.Thread(target=self._watch, args=(state, deadline),
                                       name='wait_ready:%s' % state.endpoint.name)
             thread.daemon = True
@@ -429,7 +435,8 @@ class Waiter(object):
 
 
 def failure_message(states: List["EndpointState"], outcome: str, timeout: float) -> str:
-    """The fail_json message: each endpoint that is not ready and what it last answered."""
+    """The fail_json message: each endpoint that is not ready and what it last answered (an endpoint with a timeout
+    of its own says so)."""
     if outcome == 'fatal':
         parts = []
         for s in states:
@@ -439,5 +446,7 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                     msg += '; last journal lines:\n' + '\n'.join(s.journal)
                 parts.append(msg)
         return 'Endpoint gone while waiting: ' + ' | '.join(parts)
-    waiting = ['%s (%s): %s' % (s.endpoint.name, s.endpoint.url, s.last_status) for s in states if not s.ready]
+    waiting = ['%s (%s%s): %s' % (s.endpoint.name, s.endpoint.url,
+                                   ', its own timeout %ss' % s.endpoint.timeout if s.endpoint.timeout is not None else '',
+                                   s.last_status) for s in states if not s.ready]
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))

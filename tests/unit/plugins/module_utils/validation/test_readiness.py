@@ -305,6 +305,31 @@ def test_timeout_names_the_endpoint_and_its_last_answer():
     assert msg == 'Not ready after 0.3s: prefill (http://127.0.0.1:30000): GET /health -> 503 still loading'
 
 
+def test_an_endpoint_with_a_timeout_of_its_own_gives_up_on_its_own_deadline():
+    # A router and a server in one call: the server's own short limit ends its wait while the longer module timeout
+    # still runs for the other, which turns ready after the server gave up.
+    clock_started = []
+
+    def late_probe(client, state, generate, deadline, interval, clock):
+        if not clock_started:
+            clock_started.append(clock())
+        if state.endpoint.name == 'slow':
+            state.last_status = 'loading'
+            return False
+        state.last_status = 'up'
+        return clock() - clock_started[0] > 0.4
+
+    eps = [rd.Endpoint('http://a:1', name='slow', timeout=0.2), rd.Endpoint('http://b:1', name='late')]
+    waiter = rd.Waiter(eps, FakeClient({}), timeout=5, interval=0.05, probes={'server': late_probe})
+    states, outcome = waiter.run()
+    assert outcome == 'timeout'
+    assert [s.ready for s in states] == [False, True]
+    assert 0.35 < waiter.elapsed < 3
+    msg = rd.failure_message(states, outcome, 5)
+    assert msg == 'Not ready after 5s: slow (http://a:1, its own timeout 0.2s): loading'
+    assert rd.Endpoint.from_option({'url': 'http://a:1', 'timeout': 7}).timeout == 7.0
+
+
 def test_failed_unit_stops_waiting_at_once_with_journal():
     systemd = FakeSystemd('LoadState=loaded\nActiveState=failed\nSubState=failed\nResult=exit-code\n'
                           'ExecMainStatus=1\nNRestarts=0\n',
