@@ -51,7 +51,7 @@ def test_syntax_check(inventory):
     _playbook("-i", "inventories/%s" % inventory, "--syntax-check")
 
 
-VALIDATE = "Wait for the router's workers, validate chat, print the summary"
+VALIDATE = "Wait for the router's workers (and this host's own servers), validate chat, print the summary"
 
 
 def test_router_tag_lists_only_router_tasks_and_ends_validated():

@@ -446,7 +446,10 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                     msg += '; last journal lines:\n' + '\n'.join(s.journal)
                 parts.append(msg)
         return 'Endpoint gone while waiting: ' + ' | '.join(parts)
-    waiting = ['%s (%s%s): %s' % (s.endpoint.name, s.endpoint.url,
-                                   ', its own timeout %ss' % s.endpoint.timeout if s.endpoint.timeout is not None else '',
-                                   s.last_status) for s in states if not s.ready]
+    waiting = ['%s (%s%s): %s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status)
+               for s in states if not s.ready]
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))
+
+
+def _own_timeout(endpoint: Endpoint) -> str:
+    return ', its own timeout %ss' % endpoint.timeout if endpoint.timeout is not None else ''

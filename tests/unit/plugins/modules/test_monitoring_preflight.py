@@ -68,7 +68,7 @@ def test_monitoring_facts_makes_the_same_judgement_in_its_read(module_runner, mo
     monkeypatch.setattr(host_observe, "listeners", lambda: [])
     topo = build_topology(HOST_VARS, GROUPS, defaults=TOPOLOGY_DEFAULTS)
     judge = {"host": "rt", "topology": topo, "settings": SETTINGS, "options": {"grafana_source": "apt_repo"}}
-    preflight, _ = module_runner(monitoring_preflight.main, dict(judge))
+    preflight = module_runner(monitoring_preflight.main, dict(judge))[0]
     read, failed = module_runner(monitoring_facts.main, {"judge": judge})
     assert failed and read["problems"] == preflight["problems"] and read["msg"] == preflight["msg"]
     assert "packages" not in read

@@ -480,8 +480,7 @@ def test_up_to_date_only_when_account_directories_venv_and_every_pin_are_in_plac
     builds = [{"name": "fa", "src": "/fa"}]
     assert not judge(facts=host, kernel_builds=builds, create_user=True)["up_to_date"]
     with_builder = dict(host, users=dict(FACTS["users"], **{"sglang-build": {"exists": True}}))
-    build_paths = dict(host["paths"], **{"/opt/sglang/build": dict(host["paths"]["/opt/sglang"], owner="sglang-build",
-                                                                      group="sglang-build"),
-                                         "/opt/sglang/libexec": host["paths"]["/opt/sglang"]})
+    builder_dir = dict(host["paths"]["/opt/sglang"], owner="sglang-build", group="sglang-build")
+    build_paths = dict(host["paths"], **{"/opt/sglang/build": builder_dir, "/opt/sglang/libexec": host["paths"]["/opt/sglang"]})
     built = judge(facts=dict(with_builder, paths=build_paths), kernel_builds=builds, create_user=True)
     assert built["up_to_date"], (built["directories_to_fix"], built["conversions"], built["pins_met"])
