@@ -96,20 +96,14 @@ import os
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import account_argument_spec
 from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import plan, read_state
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            name=dict(type="str", required=True),
-            group=dict(type="str", required=True),
-            home=dict(type="path", required=True),
-            shell=dict(type="path", default="/usr/sbin/nologin"),
-            extra_groups=dict(type="list", elements="str", default=[]),
-            config_dir=dict(type="path"),
-            config_mode=dict(type="str", default="0750"),
-        ),
+        # The same options the plan modules' account option takes (managed_files, install_facts).
+        argument_spec=account_argument_spec()["account"]["options"],
         supports_check_mode=True,
     )
     params = module.params

@@ -245,7 +245,6 @@ router:
 """
 
 import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import gpu as gpu_utils
@@ -319,16 +318,6 @@ def _gpus(module, sysfs, skipped, problems_out):
     return facts["gpus"]
 
 
-def _uids(users):
-    uids = []
-    for user in users:
-        try:
-            uids.append(pwd.getpwnam(user).pw_uid)
-        except KeyError:
-            pass
-    return uids
-
-
 def run_module():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
@@ -382,7 +371,7 @@ def run_module():
         observed["nvidia_uvm"] = os.path.exists("/dev/nvidia-uvm")
         observed["home_free_gb"] = host_observe.free_gib(server["home"]) if server["min_free_gb"] else None
 
-    server = dict(params["server"], own_uids=_uids(params["users"]))
+    server = dict(params["server"], own_uids=host_observe.uids_of(params["users"]))
     units = {"server": params["server_settings"], "router": router_settings}
     problems = found + judge(host, topology, params["model"] if instances else None, server, observed, units) + controller
     result = dict(

@@ -9,6 +9,7 @@ units that own them, whether an address belongs to the host, paths, free disk.
 
 import errno
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -102,6 +103,17 @@ def listeners(root: str = "/") -> List[Dict[str, Any]]:
             owners.append({"pid": pid, "unit": unit or "none"})
         result.append({"address": sock["address"], "port": sock["port"], "uid": sock["uid"], "owners": owners})
     return result
+
+
+def uids_of(users: List[str]) -> List[int]:
+    """The uids of the users that exist here (their sockets count as the stack's own when /proc hides the process)."""
+    uids = []
+    for user in users:
+        try:
+            uids.append(pwd.getpwnam(user).pw_uid)
+        except KeyError:
+            pass
+    return uids
 
 
 def address_is_local(address: str) -> Tuple[bool, Optional[str]]:

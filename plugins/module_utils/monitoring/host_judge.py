@@ -5,7 +5,6 @@
 judgement of monitoring_preflight, which monitoring_facts also makes when asked (option ``judge``), so a deploy reads
 and judges a host in one round trip."""
 
-import pwd
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
@@ -34,21 +33,11 @@ def topology_error(topology: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _uids(users: List[str]) -> List[int]:
-    uids = []
-    for user in users:
-        try:
-            uids.append(pwd.getpwnam(user).pw_uid)
-        except KeyError:
-            pass
-    return uids
-
-
 def judge_host(params: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """``(problems, ports)`` of ``params`` (the options of argument_spec()), reading the host's listeners."""
     observed = {"listeners": host_observe.listeners() if params.get("check_ports", True) else None}
     options = dict(params.get("options") or {})
-    options["own_uids"] = _uids(options.pop("own_users", []) or [])
+    options["own_uids"] = host_observe.uids_of(options.pop("own_users", []) or [])
     problems = monitoring_checks.judge(params["host"], params["topology"], params["settings"], options, observed,
                                        params.get("rules"))
     ports = monitoring_checks.wanted_ports(params["topology"], params["host"], params["settings"], options)

@@ -5,6 +5,7 @@
 socket owners and their units from a fake /proc tree, local addresses, free disk."""
 
 import os
+import pwd
 import shutil
 import socket
 
@@ -199,3 +200,8 @@ def test_free_gib(tmp_path):
     assert abs(H.free_gib(str(tmp_path / "not" / "yet")) - expected) <= 0.2
     assert isinstance(H.free_gib(str(tmp_path)), float)
     assert H.free_gib(str(tmp_path)) >= 0
+
+
+def test_uids_of_the_users_that_exist_only():
+    me = pwd.getpwuid(os.getuid()).pw_name
+    assert H.uids_of([me, "pdserve-no-such-user"]) == [os.getuid()]
