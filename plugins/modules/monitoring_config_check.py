@@ -23,7 +23,7 @@ attributes:
     support: full
     details: >-
       Checks the same in check mode (only temporary files are written). A tool that is not installed yet (check mode
-      before the packages) is reported in RV(skipped) instead of failing.
+      before the packages) is reported in RV(not_checked) instead of failing.
   diff_mode:
     support: none
   platform:
@@ -81,8 +81,11 @@ checked:
   returned: always
   type: list
   elements: str
-skipped:
-  description: The paths not checked because their tool is not installed (check mode only).
+not_checked:
+  description:
+    - The paths not checked because their tool is not installed (check mode only).
+    - Named so that a list here does not make Ansible show or treat the task as skipped (a result key C(skipped)
+      does).
   returned: always
   type: list
   elements: str
@@ -137,8 +140,8 @@ def run_module():
             problems.append(problem(module.params["host"], item["path"], "%s refuses it: %s" % (" ".join(item["argv"][:3]), said),
                                     "correct the variable that feeds it (nothing was written)"))
     if problems:
-        module.fail_json(msg=report(problems, "the configuration check"), checked=checked, skipped=skipped)
-    module.exit_json(changed=False, checked=checked, skipped=skipped)
+        module.fail_json(msg=report(problems, "the configuration check"), checked=checked, not_checked=skipped)
+    module.exit_json(changed=False, checked=checked, not_checked=skipped)
 
 
 def main():

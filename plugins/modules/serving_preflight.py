@@ -21,7 +21,7 @@ description:
   - With O(sysfs_root) pointing at recorded data (not C(/)), the host is judged from that record, for example to
     plan a layout for a host you do not have yet; the checks that need the real host (listening sockets, bind
     addresses, paths, numactl, the CUDA unified-memory device, free disk) are then skipped and listed in
-    RV(skipped).
+    RV(not_checked).
   - GPU checks apply where GPUs are visible. On a host whose driver is not installed yet (no C(nvidia-smi), or one
     that fails), they are skipped with O(gpu_facts=auto) (the driver layer verifies the GPUs) and a problem with
     O(gpu_facts=always).
@@ -211,8 +211,11 @@ problem_lines:
   returned: always
   type: list
   elements: str
-skipped:
-  description: Checks that were not made, with the reason.
+not_checked:
+  description:
+    - Checks that were not made, with the reason.
+    - Named so that a list here does not make Ansible show or treat the task as skipped (a result key C(skipped)
+      does).
   returned: always
   type: list
   elements: dict
@@ -341,7 +344,7 @@ def run_module():
         if entry["router"] is not None:
             problems += unit_problems(host, "router", router_settings)
         result = dict(changed=False, problems=problems, problem_lines=[line(p) for p in problems],
-                      skipped=[{"check": "the host", "reason": "scope is settings"}], recorded=False, gpus=[],
+                      not_checked=[{"check": "the host", "reason": "scope is settings"}], recorded=False, gpus=[],
                       numa_nodes=[], instances=[i["name"] for i in instances], router=entry["router"] is not None)
         if problems and params["fail_on_problems"]:
             module.fail_json(msg=report(problems), **result)
@@ -378,7 +381,7 @@ def run_module():
         changed=False,
         problems=problems,
         problem_lines=[line(p) for p in problems],
-        skipped=skipped,
+        not_checked=skipped,
         recorded=recorded,
         gpus=[dict((k, g.get(k)) for k in ("index", "name", "compute_capability", "numa_node", "memory_total_mib"))
               for g in observed["gpus"] or []],

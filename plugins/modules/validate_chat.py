@@ -181,7 +181,9 @@ failed_checks:
   sample: [thinking, thinking_stream]
 '''
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -232,14 +234,17 @@ class ChatValidator(object):
         self.max_tokens = max_tokens
         self._workers = None
         self._workers_read = False
+        self._workers_lock = threading.Lock()
 
     def workers(self):
-        """The router's GET /workers JSON, read once; None when it has none (a plain server)."""
-        if not self._workers_read:
-            self._workers_read = True
-            answer = self.client.get(join_url(self.url, '/workers'), control_plane=True)
-            data = answer.json() if answer.status == 200 else None
-            self._workers = data if isinstance(data, dict) and 'workers' in data else None
+        """The router's GET /workers JSON, read once (checks fail side by side); None when it has none (a plain
+        server)."""
+        with self._workers_lock:
+            if not self._workers_read:
+                self._workers_read = True
+                answer = self.client.get(join_url(self.url, '/workers'), control_plane=True)
+                data = answer.json() if answer.status == 200 else None
+                self._workers = data if isinstance(data, dict) and 'workers' in data else None
         return self._workers
 
     def discover_model(self):
@@ -296,8 +301,11 @@ class ChatValidator(object):
             for name in checks:
                 report[name] = {'passed': False, 'seconds': 0.0, 'evidence': problem[0], 'cause': problem[1]}
             return report
+        # The checks are independent requests: sent side by side, a validation costs its slowest answer.
+        with ThreadPoolExecutor(max_workers=len(checks)) as pool:
+            answers = dict(zip(checks, pool.map(self.run_one, checks)))
         for name in checks:
-            report[name] = self.run_one(name)
+            report[name] = answers[name]
         return report
 
 

@@ -41,6 +41,18 @@ def env_bool(env, name, default):
     return default
 
 
+def process_age():
+    """Seconds since this process started (/proc), so a start's imports count as SGLang's do; 0 off Linux."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            start_ticks = float(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as handle:
+            uptime = float(handle.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def env_float(env, name, default):
     value = env.get(name)
     if value in (None, ""):
@@ -89,7 +101,8 @@ class Server:
         self.env = dict(os.environ if env is None else env)
         self.mode = args.disaggregation_mode
         self.fake_transfer = args.disaggregation_transfer_backend == "fake"
-        self.started = time.monotonic()
+        # A server's time to ready runs from its process start: the emulator's own imports are part of the delay.
+        self.started = time.monotonic() - process_age()
         self.load_delay = env_float(self.env, "SGLANG_EMULATOR_LOAD_DELAY", 0.0)
         self.never_ready = self.env.get("SGLANG_EMULATOR_NEVER_READY") == "1"
         self.hang = self.env.get("SGLANG_EMULATOR_HANG") == "1"

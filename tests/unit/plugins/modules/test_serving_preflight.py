@@ -91,7 +91,7 @@ def test_blackwell_inventory_passes_on_the_blackwell8x_capture(env, run, gpu_sys
     assert {g["name"] for g in result["gpus"]} == {"NVIDIA RTX PRO 6000 Blackwell Server Edition"}
     assert {g["compute_capability"] for g in result["gpus"]} == {"12.0"}
     # The checks that need the real host are listed, each with the reason; the model path was not looked for.
-    assert result["skipped"] == [{"check": check, "reason": "recorded data (sysfs_root is %s)" % root} for check in HOST_CHECKS]
+    assert result["not_checked"] == [{"check": check, "reason": "recorded data (sysfs_root is %s)" % root} for check in HOST_CHECKS]
 
 
 def test_a_wrong_layout_fails_listing_every_problem(env, run, gpu_sysfs, blackwell):
@@ -111,7 +111,7 @@ def test_a_wrong_layout_fails_listing_every_problem(env, run, gpu_sysfs, blackwe
     for variable, message in expected:
         assert "host blackwell: %s: %s; " % (variable, message) in result["msg"]
     assert result["problem_lines"] == result["msg"].split("\n- ")[1:]
-    assert result["changed"] is False and len(result["skipped"]) == len(HOST_CHECKS)
+    assert result["changed"] is False and len(result["not_checked"]) == len(HOST_CHECKS)
 
 
 def test_a_misspelled_instance_variable_is_refused_naming_host_variable_and_fix(env, run, gpu_sysfs, inventory,
@@ -135,7 +135,7 @@ def test_numa_node_the_capture_does_not_have(env, run, gpu_sysfs, blackwell):
     assert failed is True
     assert [(p["variable"], p["message"]) for p in result["problems"]] == [
         ("sglang_decode_instances[decode].numa_node", "is 2 but the host has NUMA node(s) [0, 1]")]
-    assert result["skipped"][0] == {"check": "GPUs", "reason": "gpu_facts is never"}
+    assert result["not_checked"][0] == {"check": "GPUs", "reason": "gpu_facts is never"}
     assert result["gpus"] == []
 
 
@@ -177,7 +177,7 @@ def test_multinode_router_host_has_no_gpu_checks(env, run, gpu_sysfs, inventory)
                           "nvidia_smi_path": "/nonexistent/nvidia-smi", "gpu_facts": "always"})
     assert failed is False, result
     assert result["instances"] == [] and result["router"] is True and result["gpus"] == []
-    assert [s["check"] for s in result["skipped"]] == HOST_CHECKS
+    assert [s["check"] for s in result["not_checked"]] == HOST_CHECKS
 
 
 def test_a_cross_host_problem_is_reported_by_the_host_that_must_change(env, run, gpu_sysfs, inventory):
@@ -202,7 +202,7 @@ def test_gpu_facts_auto_without_nvidia_smi_skips_the_gpu_checks(env, run, gpu_sy
     result, failed = run(args)
     assert failed is False, result
     assert result["gpus"] == []
-    gpu_skip, = [s for s in result["skipped"] if s["check"] == "GPUs"]
+    gpu_skip, = [s for s in result["not_checked"] if s["check"] == "GPUs"]
     assert gpu_skip["reason"].startswith("no nvidia-smi (searched PATH and ")
     assert "GPU checks apply once the driver lists GPUs" in gpu_skip["reason"]
 
@@ -217,7 +217,7 @@ def test_gpu_facts_always_without_nvidia_smi_is_a_problem(env, run, gpu_sysfs, b
     assert problem["host"] == "blackwell" and problem["variable"] == "sglang_server_gpu_facts"
     assert problem["message"].startswith("is 'always' but no GPU can be listed: no nvidia-smi")
     assert "nvidia_driver" in problem["fix"]
-    assert "GPUs" not in [s["check"] for s in result["skipped"]]
+    assert "GPUs" not in [s["check"] for s in result["not_checked"]]
 
 
 def test_nvidia_smi_path_that_is_not_executable(env, run, gpu_sysfs, blackwell):
@@ -225,7 +225,7 @@ def test_nvidia_smi_path_that_is_not_executable(env, run, gpu_sysfs, blackwell):
     missing = str(env / "no-such-nvidia-smi")
     result, failed = run(recorded_args(env, gpu_sysfs, topology, model, gpu_facts="auto", nvidia_smi_path=missing))
     assert failed is False
-    assert [s["reason"] for s in result["skipped"] if s["check"] == "GPUs"][0].startswith("%s is not executable" % missing)
+    assert [s["reason"] for s in result["not_checked"] if s["check"] == "GPUs"][0].startswith("%s is not executable" % missing)
     result, failed = run(recorded_args(env, gpu_sysfs, topology, model, gpu_facts="always", nvidia_smi_path=missing))
     assert failed is True and result["problems"][0]["message"].startswith("is 'always' but no GPU can be listed: %s is not executable" % missing)
 
@@ -241,7 +241,7 @@ def test_nvidia_smi_that_fails(env, run, gpu_sysfs, blackwell, monkeypatch, mode
     if failed_expected:
         assert [p["variable"] for p in result["problems"]] == ["sglang_server_gpu_facts"]
     else:
-        assert [s["check"] for s in result["skipped"]] == ["GPUs"] + HOST_CHECKS
+        assert [s["check"] for s in result["not_checked"]] == ["GPUs"] + HOST_CHECKS
 
 
 # --- bad input ---------------------------------------------------------------------------------------------
@@ -313,7 +313,7 @@ def test_real_host_that_passes(env, run, local, observe):
     result, failed = run(real_args(env, topology, model))
     assert failed is False, result
     assert result["recorded"] is False
-    assert result["skipped"] == [{"check": "GPUs", "reason": "gpu_facts is never"}]
+    assert result["not_checked"] == [{"check": "GPUs", "reason": "gpu_facts is never"}]
     assert observe["asked"]["addresses"] == ["127.0.0.1"]
     assert result["instances"] == ["prefill", "decode"] and result["router"] is True
 
@@ -361,7 +361,7 @@ def test_real_host_check_ports_false(env, run, local, observe, monkeypatch):
     topology, model = local
     result, failed = run(real_args(env, topology, model, check_ports=False))
     assert failed is False, result
-    assert {"check": "listening sockets", "reason": "check_ports is false"} in result["skipped"]
+    assert {"check": "listening sockets", "reason": "check_ports is false"} in result["not_checked"]
 
 
 def test_real_host_numactl_not_needed_with_sglang_binding(env, run, local, observe):
@@ -380,7 +380,7 @@ def test_real_host_that_serves_nothing_reads_nothing(env, run, local, monkeypatc
     topology, model = local
     result, failed = run({"host": "monitor-1", "topology": topology, "model": model})
     assert failed is False, result
-    assert result["problems"] == [] and result["skipped"] == [] and result["instances"] == [] and result["router"] is False
+    assert result["problems"] == [] and result["not_checked"] == [] and result["instances"] == [] and result["router"] is False
 
 
 def test_the_router_keys_travel_as_no_log_options_only():
