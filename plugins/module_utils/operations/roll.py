@@ -36,7 +36,8 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
     """``{"workers": [...], "routers": [...], "problems": [...], "warnings": [...]}`` for a roll over ``topology``.
 
     ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every
-    worker returned is a topology worker with ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
+    worker returned is a topology worker with ``in_service`` (false: in no router, so restarted without them and
+    not counted as a peer), ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
     move: clients reach the new version before it is validated) and ``peers`` (how many workers of its type the stack
     has). ``variable`` prefixes the variable names the problems cite. ``upgrade``: the roll moves workers to another
     venv (upgrade or rollback); the opt-in for in-place workers is then ``<variable>_unvalidated_restart``.
@@ -65,12 +66,16 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
                                     "name instances of the inventory: %s" % ", ".join(known_names)))
     selected = [w for w in all_workers
                 if (not hosts or w["inventory_host"] in hosts) and (not instances or w["name"] in instances)]
-    peers = dict((mode, len([w for w in all_workers if w["mode"] == mode])) for mode in MODES)
+    # Only workers in service are in the routers: one out of service is restarted without them, and is no peer.
+    peers = dict((mode, len([w for w in all_workers if w["mode"] == mode and w.get("in_service", True)]))
+                 for mode in MODES)
     workers = []
     warnings = []
     for index, worker in enumerate(_ordered(selected, order)):
-        plain = peers[worker["mode"]] < 2
-        worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=plain, unvalidated=plain and bool(upgrade))
+        in_service = bool(worker.get("in_service", True))
+        plain = in_service and peers[worker["mode"]] < 2
+        worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=plain, in_service=in_service,
+                      unvalidated=plain and bool(upgrade))
         if worker["unvalidated"] and not plain_restart:
             problems.append(problem(
                 worker["inventory_host"], "%s_unvalidated_restart" % variable,
@@ -116,7 +121,9 @@ def plan_lines(plan, estimates=(), drain_timeout=300, on_drain_timeout="fail", w
              "then %s) before it restarts" % (what, len(plan["workers"]), len(routers), names, drain_timeout, then)]
     for number, worker in enumerate(plan["workers"], 1):
         line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], worker["inventory_host"], worker["url"])
-        if worker.get("plain"):
+        if not worker.get("in_service", True):
+            line += ": out of service (in_service: false), so it is restarted without leaving or rejoining a router"
+        elif worker.get("plain"):
             seconds = load.get(worker["unit"])
             expected = _seconds(seconds) if seconds is not None else (
                 "its load time (unknown: no 'fired up' line since its last start)")

@@ -131,3 +131,39 @@ def test_a_failed_switch_is_counted_as_a_restart():
                         [{"results": [{"item": d0, "requests_total": 3}]}])
     assert "restart 1 (failed): drain 1.0 s, restart-to-ready ?, restart 2: drain 1.0 s" in line
     assert line.endswith("served 10 requests during the roll (7 before its restarts, 3 after)")
+
+
+def out_of_service(name):
+    """The topology with instance ``name`` marked in_service: false, as the inventory would mark it."""
+    host_vars = {
+        "p": {"sglang_server_host": "10.0.0.11",
+              "sglang_prefill_instances": [{"name": "prefill-%d" % i, "port": 30000 + 10 * i, "bootstrap_port": 8998 + i}
+                                           for i in range(2)]},
+        "d": {"sglang_server_host": "10.0.0.21",
+              "sglang_decode_instances": [dict({"name": "decode-%d" % i, "port": 30002 + 10 * i},
+                                               **({"in_service": False} if "decode-%d" % i == name else {}))
+                                          for i in range(2)]},
+        "r": dict(ROUTER_KEYS),
+    }
+    return build_topology(host_vars, GROUPS, defaults=TOPOLOGY_DEFAULTS)
+
+
+def test_a_worker_out_of_service_is_rolled_without_the_routers_and_is_no_peer():
+    plan = roll_plan(out_of_service("decode-1"))
+    decode = dict((w["name"], w) for w in plan["workers"] if w["mode"] == "decode")
+    # decode-0 is the only decode worker the routers have: draining it would leave none.
+    assert decode["decode-0"]["in_service"] is True and decode["decode-0"]["plain"] is True
+    assert decode["decode-0"]["peers"] == 1
+    assert [p["variable"] for p in plan["problems"]] == ["sglang_operations_roll_plain_restart"]
+    assert "decode-0 is the only decode worker" in plan["problems"][0]["message"]
+    # decode-1 is in no router: restarted without them, never an outage.
+    assert decode["decode-1"]["in_service"] is False and decode["decode-1"]["plain"] is False
+    lines = plan_lines(roll_plan(out_of_service("decode-1"), plain_restart=True))
+    assert [line for line in lines if line.startswith("4. decode-1")] == [
+        "4. decode-1 (decode on d, http://10.0.0.21:30012): out of service (in_service: false), so it is restarted "
+        "without leaving or rejoining a router"]
+    assert not any("decode-1" in line and "outage" in line for line in lines)
+
+
+def test_workers_in_service_are_marked_so():
+    assert all(w["in_service"] is True for w in roll_plan(stack())["workers"])
