@@ -193,7 +193,34 @@ def unit_problems(inventory_host: str, role: str, settings: Optional[Dict[str, A
     if not settings:
         return []
     prefix, names = UNIT_SETTING_NAMES[role]
-    return [problem(inventory_host, variable, message, fix) for variable, message, fix in settings_problems(settings, prefix, names)]
+    found = [problem(inventory_host, variable, message, fix) for variable, message, fix in settings_problems(settings, prefix, names)]
+    if role == "router":
+        found += _startup_timeout_problems(inventory_host, settings)
+    return found
+
+
+def _whole_seconds(value):
+    try:
+        return None if isinstance(value, bool) else int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _startup_timeout_problems(inventory_host, settings):
+    """The router gives up for good on a worker not healthy within its start-up timeout, while the play waits for the
+    servers as long as sglang_server_wait_timeout: a shorter router limit lets a slow first start pass the wait and
+    leaves the router without that worker."""
+    router = _whole_seconds(settings.get("worker_startup_timeout_secs"))
+    wait = _whole_seconds(settings.get("server_wait_timeout"))
+    if router is None or wait is None or router >= wait:
+        return []
+    return [problem(
+        inventory_host, "sglang_router_worker_startup_timeout_secs",
+        "is %d s, shorter than sglang_server_wait_timeout (%d s): a server whose start takes longer than %d s (a cold "
+        "kernel warmup on a large model can take about 30 minutes) passes the play's wait, but the router has given "
+        "up on it for good and serves without it" % (router, wait, router),
+        "set sglang_router_worker_startup_timeout_secs to at least %d (sglang_server_wait_timeout), or lower "
+        "sglang_server_wait_timeout" % wait)]
 
 
 def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[str, Any]], server: Dict[str, Any],

@@ -317,6 +317,28 @@ def test_unit_problems_judges_a_roles_settings_on_the_controller_naming_the_vari
     assert F.unit_problems(None, "router-1", "router") == []
 
 
+@pytest.mark.parametrize("router, wait, refused", [
+    (1800, 1800, False), (3600, 1800, False), ("1800", "300", False),
+    (600, 1800, True), ("60", "300", True),
+])
+def test_a_router_start_up_timeout_shorter_than_the_servers_wait_is_refused(router, wait, refused):
+    settings = dict(ROUTER_SETTINGS, worker_startup_timeout_secs=router, server_wait_timeout=wait)
+    found = F.unit_problems(settings, "router-1", "router")
+    assert [p["variable"] for p in found] == (["sglang_router_worker_startup_timeout_secs"] if refused else [])
+    if refused:
+        line = F.problem_line(found[0])
+        assert "router-1" in line and "sglang_server_wait_timeout" in line and "given up on it" in line
+        assert "at least %s" % wait in found[0]["fix"]
+
+
+def test_the_start_up_timeout_is_judged_only_against_a_wait_it_is_given():
+    settings = dict(ROUTER_SETTINGS, worker_startup_timeout_secs=60)
+    assert F.unit_problems(settings, "router-1", "router") == []
+    # A server's settings carry no router time limit.
+    assert not any(p["variable"].startswith("sglang_router_")
+                   for p in F.unit_problems(dict(server_wait_timeout=9999), "h", "server"))
+
+
 @pytest.mark.parametrize("args", [({}, "h", "monitoring"), (["x"], "h", "router")])
 def test_unit_problems_refuses_what_it_cannot_judge(args):
     with pytest.raises(AnsibleFilterError):
