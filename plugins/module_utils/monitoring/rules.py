@@ -43,9 +43,12 @@ THRESHOLDS = {
     "memory_for": ("10m", "how long available memory must stay below the share"),
     "prometheus_reload_failed_for": ("5m", "how long a failed configuration reload must last"),
     "rate_window": ("5m", "the rate window of the ratio, latency and rule-failure alerts"),
+    "target_missing_for": ("5m", "how long a job may have fewer targets up than the role configured"),
 }
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
-SEVERITIES = ("critical", "warning")
+SEVERITIES = ("critical", "warning", "none")
+# Alerts that fire all the time on purpose: the dead man's switch, whose absence at the receiver is the alarm.
+ALWAYS_FIRING = ("Watchdog",)
 
 
 class RuleError(ValueError):
@@ -291,7 +294,40 @@ def rule_groups(params):
         ("pdserve-pd", {"name": "pdserve-pd", "rules": pd}),
         ("pdserve-gpu", {"name": "pdserve-gpu", "rules": gpu}),
         ("pdserve-host", {"name": "pdserve-host", "rules": host}),
+        ("pdserve-meta", {"name": "pdserve-meta", "rules": _meta_alerts(params, th, runbook)}),
     ]
+
+
+def _target_counts(params):
+    """{job: targets the role configured}, from ``targets`` (monitoring.targets.targets' list)."""
+    counts = {}
+    for target in params.get("targets") or []:
+        job = target.get("job") if isinstance(target, dict) else None
+        if not isinstance(job, str) or not re.match(r"^[A-Za-z0-9_.:-]+$", job):
+            raise RuleError("targets must be the monitoring targets ({job, address, labels}), got %r" % (target,))
+        counts[job] = counts.get(job, 0) + 1
+    return counts
+
+
+def _meta_alerts(params, th, runbook):
+    """Monitoring of the monitoring: every configured target answering, and the dead man's switch."""
+    meta = [_alert(
+        "Watchdog", "vector(1)", "none",
+        "Prometheus and Alertmanager are working (this alert always fires)",
+        "A dead man's switch: route it to a receiver that alarms when it stops arriving (Prometheus, its rule "
+        "evaluation or Alertmanager is down, or the path between them is broken). It never resolves by itself.",
+        runbook)]
+    for job, count in sorted(_target_counts(params).items()):
+        meta.append(_alert(
+            "PrometheusTargetMissing",
+            '(count by (job) (up{job="%s"} == 1) < %d) or (absent(up{job="%s"} == 1) * 0)' % (job, count, job),
+            "warning",
+            "Prometheus has fewer %s targets up than the %d configured" % (job, count),
+            "{{ $value }} of the %d %s target(s) the monitoring role configured answered scrapes for %s (0: none, "
+            "or the job is gone from Prometheus' configuration): a target is down, unreachable or no longer "
+            "scraped, and the alerts that read its metrics are blind." % (count, job, th["target_missing_for"]),
+            runbook, th["target_missing_for"], labels={"job": job}))
+    return meta
 
 
 RULE_FILE = "pdserve.rules.yml"

@@ -74,7 +74,8 @@ def test_gpu_missing_is_one_rule_per_host_with_an_expected_count():
 
 def test_the_groups_and_their_one_file():
     stems = [stem for stem, _group in mr.rule_groups(PARAMS)]
-    assert stems == ["pdserve-availability", "pdserve-latency", "pdserve-pd", "pdserve-gpu", "pdserve-host"]
+    assert stems == ["pdserve-availability", "pdserve-latency", "pdserve-pd", "pdserve-gpu", "pdserve-host",
+                     "pdserve-meta"]
     assert all(stem == group["name"] for stem, group in mr.rule_groups(PARAMS))
     files = mr.rule_files(PARAMS)
     assert list(files) == [mr.RULE_FILE] and [g["name"] for g in files[mr.RULE_FILE]["groups"]] == stems
@@ -114,3 +115,23 @@ def test_counters_born_with_their_first_event_alert_on_appearing():
     expr = _rules()["SGLangKVTransferFailures"]["expr"]
     assert "increase(sglang:num_transfer_failed_reqs_total[5m])" in expr
     assert "unless sglang:num_transfer_failed_reqs_total offset 5m" in expr
+
+
+def test_one_target_missing_rule_per_configured_job_and_the_watchdog():
+    params = dict(PARAMS, targets=[{"job": "node"}, {"job": "node"}, {"job": "sglang-router"}])
+    meta = dict(mr.rule_groups(params))["pdserve-meta"]["rules"]
+    assert [r["alert"] for r in meta] == ["Watchdog", "PrometheusTargetMissing", "PrometheusTargetMissing"]
+    assert meta[0]["expr"] == "vector(1)" and meta[0]["labels"] == {"severity": "none"} and "for" not in meta[0]
+    node, router = meta[1], meta[2]
+    assert node["labels"] == {"severity": "warning", "job": "node"} and node["for"] == "5m"
+    assert 'count by (job) (up{job="node"} == 1) < 2' in node["expr"] and 'absent(up{job="node"} == 1)' in node["expr"]
+    assert 'up{job="sglang-router"} == 1) < 1' in router["expr"]
+    assert dict(mr.rule_groups(dict(params, thresholds={"target_missing_for": "1m"})))["pdserve-meta"]["rules"][1]["for"] == "1m"
+    # Without targets (the judge's parameters) only the watchdog.
+    assert [r["alert"] for r in dict(mr.rule_groups(PARAMS))["pdserve-meta"]["rules"]] == ["Watchdog"]
+
+
+def test_targets_must_be_the_monitoring_targets():
+    for bad in ([{"job": 'x"} or vector(1) #'}], ["node"], [{"address": "h:1"}]):
+        with pytest.raises(mr.RuleError, match="targets must be"):
+            mr.rule_groups(dict(PARAMS, targets=bad))
