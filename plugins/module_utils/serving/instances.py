@@ -300,14 +300,20 @@ def host_problems(inventory_host: str, instances: List[Dict[str, Any]], router: 
     users = {}
     for inst in instances:
         gpus = inst.get("gpus") if isinstance(inst.get("gpus"), list) else []
+        # One problem per pair of instances (an instance over several nodes shares all its GPUs at once).
+        shared = []
         for gpu in gpus:
             if gpu in users and users[gpu] is not inst:
-                problems.append(problem(inventory_host, "%s.gpus" % instance_variable(inst),
-                                        "GPU %s is given to both %s and %s"
-                                        % (gpu, instance_variable(users[gpu]), instance_variable(inst)),
-                                        "give each GPU to one instance"))
+                shared.append((users[gpu], gpu))
             else:
                 users.setdefault(gpu, inst)
+        for other in [o for i, (o, _g) in enumerate(shared) if o not in [x for x, _y in shared[:i]]]:
+            clash = [str(g) for o, g in shared if o is other]
+            problems.append(problem(inventory_host, "%s.gpus" % instance_variable(inst),
+                                    "GPU%s %s %s given to both %s and %s"
+                                    % ("s" if len(clash) > 1 else "", ", ".join(clash), "are" if len(clash) > 1 else "is",
+                                       instance_variable(other), instance_variable(inst)),
+                                    "give each GPU to one instance"))
     problems.extend(_port_problems(inventory_host, host_ports(instances, router)))
     return problems
 

@@ -185,6 +185,8 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]],
                                         "gpus are per node and the same on every node: declare %s once (group_vars) "
                                         "with the GPUs each node gives it" % name))
                 differ.remove("gpus")
+                if "tp_size" in differ:
+                    differ.remove("tp_size")  # derived from gpus
             if differ:
                 problems.append(problem(host, var, "is declared differently on %s and %s (%s): the nodes of one instance "
                                         "must share one declaration" % (ref_host, host, ", ".join(differ)),
@@ -241,7 +243,9 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]],
         for host, inst in by_node.items():
             advertise = _reach(inst, hosts[host]["address"])
             literal = ip_literal(advertise)
-            if literal is None or literal.is_loopback or literal.is_unspecified:
+            if host == nodes[0] and rank0 is not None and dist_host is None:
+                advertise = None  # rank 0's address is wrong already (above)
+            elif literal is None or literal.is_loopback or literal.is_unspecified:
                 problems.append(problem(host, _host_variable(inst) if str(inst.get("host")) not in WILDCARD
                                         else "ansible_host", "gives rank %d of %s the address %r to advertise "
                                         "(SGLANG_HOST_IP: where the other nodes and the KV transfer reach it), which "
