@@ -174,8 +174,8 @@ def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]
                 if where:
                     out.setdefault(host, []).append({
                         "unit": inst["unit"], "rank": inst.get("node_rank", 0),
-                        "reasons": ["instance %s over %s: changed on %s" % (inst["name"], ", ".join(nodes),
-                                                                           ", ".join(where))]})
+                        "reasons": ["instance %s over %s: changed on %s"
+                                    % (inst["name"], ", ".join(nodes), ", ".join(where))]})
     for host in out:
         out[host].sort(key=lambda item: (item["rank"], item["unit"]))
     return out
