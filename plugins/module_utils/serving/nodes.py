@@ -34,6 +34,8 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
 SHUTDOWN_BROADCAST_GRACE = 15
 # A host name or address as torch's rendezvous and SGLang's registration take it: no spaces, quotes or ports.
 _HOST_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+# One network interface name as gloo and NCCL take it (gloo refuses NCCL's ^exclusions and comma lists).
+_IFNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}")
 # What must be the same on every node of a spanning instance: it is one instance, declared once.
 SAME_ON_EVERY_NODE = ("nodes", "gpus", "tp_size", "pp_size", "ep_size", "attn_dp_size", "dp_size", "port",
                       "bootstrap_port", "dist_init_port", "dist_timeout", "numa_node", "mem_fraction_static",
@@ -135,15 +137,17 @@ def _host_variable(inst: Dict[str, Any]) -> str:
     return inst.get("host_variable") or "sglang_server_host"
 
 
-def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]],
-            group_names: Dict[str, str]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]], group_names: Dict[str, str],
+            ifnames: Optional[Dict[str, Any]] = None) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Fill every rank of every spanning instance with its cross-node fields; ``(problems, warnings)``.
 
     ``hosts``: the topology's host entries (normalized instances, ``address``). ``members``: {mode: hosts of its
-    group}. Each rank gets ``dist_init_host`` (rank 0's reachable address), ``bootstrap_host`` (prefill: where rank 0
-    serves the bootstrap), ``advertise_ip`` (``SGLANG_HOST_IP``) and ``node_addresses`` ({node: advertised IP}).
+    group}. ``ifnames``: {host: sglang_server_net_ifname}. Each rank gets ``dist_init_host`` (rank 0's reachable
+    address), ``bootstrap_host`` (prefill: where rank 0 serves the bootstrap), ``advertise_ip`` (``SGLANG_HOST_IP``),
+    ``node_addresses`` ({node: advertised IP}) and ``net_ifname`` (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME, or None).
     """
     problems, warnings = [], []
+    bad_ifnames = set()
     spans = {}  # (mode, name) -> {node: instance}
     for host, entry in hosts.items():
         for mode in MODES:
@@ -255,7 +259,20 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]],
                                         "ansible_host its IP address)" % host))
                 advertise = None
             addresses[host] = advertise
-        for host, inst in by_node.items():
+        for host, inst in sorted(by_node.items()):
+            ifname = (ifnames or {}).get(host)
+            if ifname in (None, ""):
+                ifname = None
+            elif not isinstance(ifname, str) or not _IFNAME_RE.fullmatch(ifname):
+                if host not in bad_ifnames:
+                    bad_ifnames.add(host)
+                    problems.append(problem(host, "sglang_server_net_ifname", "is %r, not one network interface name "
+                                            "(it becomes GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME; gloo crashes on "
+                                            "NCCL-style lists such as ^lo,docker0)" % (ifname,),
+                                            "name the one interface of sglang_server_host on %s (ip -brief address), "
+                                            "e.g. eth1, or leave it empty" % host))
+                ifname = None
+            inst["net_ifname"] = ifname
             inst["dist_init_host"] = dist_host
             inst["bootstrap_host"] = dist_host if mode == "prefill" else None
             inst["advertise_ip"] = addresses[host]

@@ -27,7 +27,8 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving import node
 GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sglang_router"}
 # The per-host variables the topology reads; their defaults are an input (sglang_topology_defaults of the role
 # pdserve.sglang.sglang_defaults, their one owner).
-TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_router_host", "sglang_router_port",
+TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_server_net_ifname",
+                      "sglang_router_host", "sglang_router_port",
                       "sglang_router_prometheus_host", "sglang_router_prometheus_port", "sglang_router_tls",
                       "sglang_router_tls_ca_path")
 # TLS on the router's client port: off, a certificate from the stack's own CA (made on the controller), or the
@@ -284,6 +285,7 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                 ordered.append(host)
 
     hosts = {}
+    ifnames = {}
     problems = []
     workers = {"prefill": [], "decode": []}
     declared = {"prefill": False, "decode": False}
@@ -294,6 +296,8 @@ def build_topology(host_vars, groups, defaults, group_names=None):
         entry = {"address": address, "groups": [names[r] for r in ("prefill", "decode", "router") if name in members[r]],
                  "prefill": [], "decode": [], "router": None}
         server_host = _get(hv, "sglang_server_host", defaults)
+        # Read by the nodes of instances over several hosts only (serving/nodes.py).
+        ifnames[name] = _get(hv, "sglang_server_net_ifname", defaults)
         metrics = _get(hv, "sglang_server_enable_metrics", defaults)
         for mode in MODES:
             if name not in members[mode]:
@@ -342,7 +346,7 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                                         "%s worker and every request would fail" % (mode, mode),
                                         "keep at least one %s instance in service" % mode))
     problems.extend(_reachability_problems(hosts, workers, routers))
-    found, warnings = spanning.resolve(hosts, members, names)
+    found, warnings = spanning.resolve(hosts, members, names, ifnames)
     problems.extend(found)
     return {"hosts": hosts, "workers": workers, "router_workers": router_workers, "routers": routers,
             "problems": problems, "warnings": warnings, "groups": names}

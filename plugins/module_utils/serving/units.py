@@ -180,6 +180,10 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         # Where the other nodes and the KV transfer reach this rank (bootstrap registration, Mooncake/NIXL), not the
         # address SGLang would guess (the route to 8.8.8.8, or the hostname's, possibly 127.0.1.1).
         merged["SGLANG_HOST_IP"] = instance["advertise_ip"]
+    if instance.get("nodes") and instance.get("net_ifname"):
+        # Unset, gloo resolves the hostname and may land on loopback; NCCL may pick another NIC than its peers.
+        merged["GLOO_SOCKET_IFNAME"] = instance["net_ifname"]
+        merged["NCCL_SOCKET_IFNAME"] = instance["net_ifname"]
     merged.update(instance.get("env") or {})
     variables += sorted(merged.items())
     unit_path = "%s/%s" % (str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/"), instance["unit"])

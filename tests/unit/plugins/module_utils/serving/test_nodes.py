@@ -294,3 +294,18 @@ def test_helpers():
     assert N.is_host_word("gpu-a.example") and N.is_host_word("fd00::1") and not N.is_host_word("a b")
     assert N.dp_words(["--dp", "3", "--enable-dp-attention"]) == (3, True)
     assert N.declared_elsewhere([dict(PREFILL), {"name": "x"}, "junk"], "z") == 1
+
+
+def test_the_interface_of_a_node_goes_to_gloo_and_nccl():
+    topo = topology(hosts={"b": {"sglang_server_net_ifname": "ens1f0"}})
+    assert topo["problems"] == []
+    env = server_unit(topo["hosts"]["b"]["prefill"][0], MODEL, SERVER_SETTINGS)["env_text"]
+    assert 'GLOO_SOCKET_IFNAME="ens1f0"' in env and 'NCCL_SOCKET_IFNAME="ens1f0"' in env
+    assert "GLOO_SOCKET_IFNAME" not in server_unit(topo["hosts"]["a"]["prefill"][0], MODEL, SERVER_SETTINGS)["env_text"]
+
+
+@pytest.mark.parametrize("ifname", ["^lo,docker0", "eth0,eth1", "eth0\nX=1", 5, "a-name-far-too-long"])
+def test_an_interface_that_gloo_cannot_take(ifname):
+    topo = topology(hosts={"d": {"sglang_server_net_ifname": ifname}})
+    problem = one(topo, "d", "sglang_server_net_ifname", "not one network interface name")
+    assert "ip -brief address" in problem["fix"]
