@@ -84,7 +84,21 @@ MISTAKES = {
     "attn_dp_ports": (_decode(lambda inst: inst.update(port=30440)),
                       "host gpu-d0: sglang_decode_instances[decode-0].dist_init_port (+5, attention DP): port 30440 is "
                       "used by both"),
+    # a node name that is no inventory host name (a line break in it)
+    "hostile_node": (_prefill(lambda inst: inst.update(nodes=["gpu-p0", "gpu-p1\nX=1"])),
+                     "host gpu-p0: sglang_prefill_instances[prefill-0].nodes: holds 'gpu-p1\\nX=1', which is not an "
+                     "inventory host name"),
+    # --dp-size across nodes, which SGLang refuses
+    "dp_size": (_decode(lambda inst: inst.update(attn_dp_size=None, dp_size=2)),
+                "host gpu-d0: sglang_decode_instances[decode-0].dp_size: gives --dp-size 2 on an instance over 2 nodes"),
 }
+
+
+def test_dp_size_with_dp_attention_is_a_warning_naming_attn_dp_size(tmp_path, gpu_sysfs):
+    change = _decode(lambda inst: inst.update(attn_dp_size=None, extra_args=["--dp-size", "16", "--enable-dp-attention"]))
+    rc, out = _preflight(tmp_path, gpu_sysfs, _inventory(tmp_path, change))
+    assert rc == 0, out
+    assert "deprecated; write attn_dp_size: 16 on the instance (it renders --attn-dp-size 16)" in " ".join(out.split()), out
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
