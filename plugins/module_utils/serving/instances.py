@@ -211,6 +211,12 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
                 # Another node's rank: this host renders nothing of it.
                 continue
             nodes = list(nodes)
+            if raw.get("dist_init_host") is not None:
+                problems.append(problem(inventory_host, "%s.dist_init_host" % var, "is set on an instance over several "
+                                        "nodes, whose dist-init address is rank 0's (%s): sglang_server_host of %s"
+                                        % (nodes[0], nodes[0]),
+                                        "drop dist_init_host; set sglang_server_host of %s to the private address "
+                                        "every node reaches" % nodes[0]))
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             problems.append(problem(inventory_host, "%s.name" % var, "is %r, not a valid instance name" % (name,),
                                     "use letters, digits, '.', '_' or '-' (the unit is sglang-<name>.service)"))

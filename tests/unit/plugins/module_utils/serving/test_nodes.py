@@ -309,3 +309,10 @@ def test_an_interface_that_gloo_cannot_take(ifname):
     topo = topology(hosts={"d": {"sglang_server_net_ifname": ifname}})
     problem = one(topo, "d", "sglang_server_net_ifname", "not one network interface name")
     assert "ip -brief address" in problem["fix"]
+
+
+def test_dist_init_host_is_rank_0s_address_not_a_field():
+    topo = topology(prefill=dict(PREFILL, dist_init_host="10.9.9.9"))
+    for host in "ab":
+        problem = one(topo, host, "sglang_prefill_instances[prefill-0].dist_init_host", "is set on an instance over several nodes")
+        assert "sglang_server_host of a" in problem["fix"]
