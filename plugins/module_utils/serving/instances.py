@@ -266,8 +266,8 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
         local = max(len(gpus), 1) if isinstance(gpus, list) else 1
         pp = inst["pp_size"] if is_int(inst["pp_size"]) and inst["pp_size"] >= 1 else 1
         if inst["tp_size"] is None:
-            # Over several nodes: tp x pp = GPUs per node x nodes.
-            inst["tp_size"] = max(local * inst["nnodes"] // pp, 1) if nodes else local
+            # tp x pp = GPUs per node x nodes (one node for a single-host instance).
+            inst["tp_size"] = max(local * inst["nnodes"] // pp, 1)
         elif nodes:
             pass  # judged over the nodes (serving/nodes.py)
         elif (is_int(inst["tp_size"]) and isinstance(gpus, list) and gpus and inst["pp_size"] is not None

@@ -440,3 +440,10 @@ def test_an_instance_name_is_matched_whole(name):
     from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
     _instances, problems = normalize([dict(name=name, port=30002)], "decode", "h")
     assert any(p["variable"].endswith(".name") for p in problems), problems
+
+
+def test_pipeline_parallel_on_one_host_divides_the_default_tp():
+    instances, problems = normalize([dict(DECODE, pp_size=2)], "decode", "h")
+    assert problems == [] and instances[0]["tp_size"] == 2 and instances[0]["pp_size"] == 2
+    _instances, problems = normalize([dict(DECODE, pp_size=2, tp_size=4)], "decode", "h")
+    assert [p["variable"] for p in problems] == ["sglang_decode_instances[decode].tp_size"]
