@@ -14,6 +14,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.operations import v
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line as problem_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import instance_restarts as _instance_restarts
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import unit_problems as _unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
     GROUPS,
@@ -157,6 +158,20 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
             for mode in modes for i in entry[mode] if i.get("local_url")]
 
 
+def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__sglang_server_written"):
+    """[{unit, rank, reasons}] of ``inventory_host``: ranks of instances over several nodes to restart because their
+    files changed on another node of the play (the ``restarts_left`` of each host's write, registered as ``result``),
+    rank 0 first (see serving.restart_plan.instance_restarts)."""
+    changed = {}
+    for host in play_hosts or []:
+        try:
+            written = hostvars[host].get(result) or {}
+        except KeyError:
+            written = {}
+        changed[host] = [item.get("unit") for item in written.get("restarts_left") or [] if isinstance(item, dict)]
+    return _instance_restarts(topology, changed).get(inventory_host, [])
+
+
 def play_modes(group_names, run_tags, skip_tags=(), group_of=None):
     """The server modes a site.yml play deploys or waits for on a host: those of the host's groups that the run selects.
 
@@ -217,6 +232,7 @@ class FilterModule(object):
             "switch_sources": switch_sources,
             "ready_line": ready_line,
             "play_modes": play_modes,
+            "instance_restarts": instance_restarts,
             "systemd_quote": systemd_quote,
             "env_quote": env_quote,
         }

@@ -211,6 +211,14 @@ problem_lines:
   returned: always
   type: list
   elements: str
+warning_lines:
+  description:
+    - What works but should change on this host (for example C(--dp-size N --enable-dp-attention) on an instance over
+      several nodes, deprecated for C(--attn-dp-size)), as readable lines; each is also a warning of the task.
+  returned: when the host was judged with O(scope=all)
+  type: list
+  elements: str
+  version_added: 0.4.0
 not_checked:
   description:
     - Checks that were not made, with the reason.
@@ -253,7 +261,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import gpu as gpu_utils
 from ansible_collections.pdserve.sglang.plugins.module_utils.host import observe as host_observe
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line, report
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import bind_addresses, judge, unit_problems
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import bind_addresses, host_warnings, judge, unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import host_part
 
 NVIDIA_SMI_DIRS = list(gpu_utils.NVIDIA_SMI_DIRS)
@@ -377,10 +385,14 @@ def run_module():
     server = dict(params["server"], own_uids=host_observe.uids_of(params["users"]))
     units = {"server": params["server_settings"], "router": router_settings}
     problems = found + judge(host, topology, params["model"] if instances else None, server, observed, units) + controller
+    warnings = host_warnings(host, topology, params["model"] if instances else None)
+    for item in warnings:
+        module.warn(line(item))
     result = dict(
         changed=False,
         problems=problems,
         problem_lines=[line(p) for p in problems],
+        warning_lines=[line(w) for w in warnings],
         not_checked=skipped,
         recorded=recorded,
         gpus=[dict((k, g.get(k)) for k in ("index", "name", "compute_capability", "numa_node", "memory_total_mib"))

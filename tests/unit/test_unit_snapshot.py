@@ -17,7 +17,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "unit" / "snapshot"
-INVENTORIES = ["blackwell", "local", "multinode"]
+INVENTORIES = ["blackwell", "local", "multinode", "multinode_tp"]
 
 
 def _render(inventory, dest):

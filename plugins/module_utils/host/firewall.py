@@ -11,8 +11,10 @@ then a TCP reset for everyone else:
 - the router port: everyone (clients; the router checks its keys);
 - the router's metrics port (only when not bound to loopback): Prometheus hosts;
 - each server instance's HTTP port: router hosts and Prometheus hosts;
-- each prefill instance's bootstrap port: decode hosts;
-- each instance's dist-init port: the nodes of that instance (one host per instance today: loopback only);
+- each prefill instance's bootstrap port: decode hosts (every node of a decode instance);
+- each instance's dist-init port, and with attention DP dist-init+1..+6 and +13: the other nodes of that instance
+  (rank 0 serves them; a single-host instance has none, so loopback only);
+- a prefill instance over several hosts: its bootstrap port (rank 0) also to its other nodes (each rank registers);
 - the node exporter port, and the GPU exporter port on GPU hosts: Prometheus hosts.
 
 A server's HTTP port and the exporters bound to loopback need no rule (no other host reaches them); bootstrap and
@@ -33,7 +35,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring.targets import exporter_bind
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES, is_int, is_loopback
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES, attn_dp_ports, is_int, is_loopback
 
 TABLE = "pdserve"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,;:()/ -]")
@@ -80,17 +82,18 @@ def _literal(value: Any) -> Optional[Any]:
 
 
 def _instance_nodes(inst: Dict[str, Any]) -> List[str]:
-    """The other hosts' addresses of an instance's nodes. The topology has one host per instance (the roles pass
-    --dist-init-addr on that host, --nnodes 1), so none: dist-init is loopback only. An instance spread over several
-    hosts would list its nodes here."""
-    return []
+    """The other nodes of an instance over several hosts (none for a single-host instance: its dist-init is loopback
+    only). They reach rank 0's dist-init and attention DP ports, and prefill's bootstrap port (each prefill rank
+    registers there)."""
+    return sorted(set(n for n in inst.get("nodes") or [] if n != inst.get("inventory_host")))
 
 
 def _rows(topology: Dict[str, Any], host: str, settings: Dict[str, Any]) -> List[Dict[str, Any]]:
     """[{port, what, open, peers: [inventory hosts]}] of ``host``, before addresses."""
     entry = (topology.get("hosts") or {}).get(host) or {}
     routers = sorted(r["inventory_host"] for r in topology.get("routers") or [])
-    decode = sorted(set(w["inventory_host"] for w in (topology.get("workers") or {}).get("decode") or []))
+    # Every node of a decode instance reads the prefill bootstrap, rank 0 or not.
+    decode = sorted(h for h, e in (topology.get("hosts") or {}).items() if e.get("decode"))
     prometheus = sorted(set(settings["prometheus_hosts"]))
     rows = []
     # A listener on loopback is out of reach of other hosts already: no rule. Bootstrap and dist-init are always
@@ -110,12 +113,19 @@ def _rows(topology: Dict[str, Any], host: str, settings: Dict[str, Any]) -> List
             if not is_loopback(inst.get("host")):
                 rows.append({"port": inst.get("port"), "what": "%s HTTP (router and Prometheus hosts)" % name,
                              "open": False, "peers": sorted(set(routers + prometheus))})
+            if inst.get("node_rank"):
+                continue  # bootstrap, dist-init and attention DP are served by rank 0 only
+            nodes = _instance_nodes(inst)
             if mode == "prefill":
-                rows.append({"port": inst.get("bootstrap_port"), "what": "%s bootstrap (decode hosts)" % name,
-                             "open": False, "peers": decode})
+                rows.append({"port": inst.get("bootstrap_port"),
+                             "what": "%s bootstrap (decode hosts%s)" % (name, ", its nodes" if nodes else ""),
+                             "open": False, "peers": sorted(set(decode + nodes))})
             if inst.get("dist_init_port") is not None:
                 rows.append({"port": inst.get("dist_init_port"), "what": "%s dist-init (its nodes)" % name,
-                             "open": False, "peers": _instance_nodes(inst)})
+                             "open": False, "peers": nodes})
+            for port, offset in attn_dp_ports(inst):
+                rows.append({"port": port, "what": "%s attention DP dist-init+%d (its nodes)" % (name, offset),
+                             "open": False, "peers": nodes})
     if entry and not exporters_local:
         rows.append({"port": settings["node_exporter_port"], "what": "node exporter (Prometheus hosts)",
                      "open": False, "peers": prometheus})
@@ -166,6 +176,7 @@ def host_ruleset(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[
                     (v4 if literal.version == 4 else v6).add(literal)
         rules.append({"port": port, "what": merged["what"], "open": merged["open"],
                       "v4": [str(a) for a in sorted(v4)], "v6": [str(a) for a in sorted(v6)]})
+    problems.extend(_node_source_problems(topology, host, addresses))
     for peer in sorted(unusable):
         bad = unusable[peer]
         problems.append(problem(
@@ -176,6 +187,37 @@ def host_ruleset(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[
             "set ansible_host of %s to its IP address (or %s to the addresses its connections come from), or set "
             "%s: false for %s if its firewall is managed elsewhere" % (peer, ADDRESSES_VARIABLE, SWITCH, host)))
     return rules, problems
+
+
+def _node_source_problems(topology, host, addresses):
+    """A node of an instance over several hosts connects to rank 0 (here) from the address it advertises (its
+    sglang_server_host, where its rank listens): the firewall must let that address in, or the rendezvous waits until
+    dist_timeout."""
+    problems = []
+    entry = (topology.get("hosts") or {}).get(host) or {}
+    seen = set()
+    for mode in MODES:
+        for inst in entry.get(mode) or []:
+            if inst.get("node_rank") or not inst.get("nodes"):
+                continue
+            for peer in _instance_nodes(inst):
+                source = (inst.get("node_addresses") or {}).get(peer)
+                given = addresses.get(peer) or {"addresses": [peer], "variable": "ansible_host"}
+                allowed = [str(_literal(v)) for v in given["addresses"] if _literal(v) is not None]
+                if not source or not allowed or _literal(source) is None or str(_literal(source)) in allowed \
+                        or (peer, source) in seen:
+                    continue
+                seen.add((peer, source))
+                problems.append(problem(
+                    peer, ADDRESSES_VARIABLE,
+                    "the firewall of %s lets %s reach rank 0 of %s (dist-init %s%s) from %s (%s), but %s's rank "
+                    "connects from %s, the address it advertises (sglang_server_host): its rendezvous would be "
+                    "refused" % (host, peer, inst.get("name"), inst.get("dist_init_port"),
+                                 ", bootstrap %s" % inst.get("bootstrap_port") if mode == "prefill" else "",
+                                 ", ".join(allowed), given["variable"], peer, source),
+                    "set %s of %s to the addresses its connections come from, e.g. [%s]"
+                    % (ADDRESSES_VARIABLE, peer, ", ".join(sorted(set(allowed + [str(_literal(source))]))))))
+    return problems
 
 
 def render(host: str, rules: List[Dict[str, Any]]) -> str:

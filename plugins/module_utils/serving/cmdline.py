@@ -10,6 +10,15 @@ before a unit changes.
 
 from typing import Any, Dict, Iterable, List, Optional
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import url_host
+
+# Parallelism over all nodes of an instance -> flag; written only when the instance sets it.
+PARALLEL_FLAGS = (
+    ("pp_size", "--pp-size"),
+    ("ep_size", "--ep-size"),
+    ("attn_dp_size", "--attn-dp-size"),
+    ("dp_size", "--dp-size"),
+)
 # Router settings -> flag, in the order they appear in the unit. None or "" leaves a flag out.
 ROUTER_FLAGS = (
     ("policy", "--policy"),
@@ -70,6 +79,13 @@ def group_args(tokens: Optional[Iterable[Any]]) -> List[List[str]]:
     return lines
 
 
+def local_ranks(instance: Dict[str, Any]) -> int:
+    """The GPUs (scheduler processes) of one node of an instance: tp x pp / nnodes (tp_size on one host)."""
+    if not instance.get("nodes"):
+        return int(instance["tp_size"])
+    return max(int(instance["tp_size"]) * int(instance.get("pp_size") or 1) // int(instance.get("nnodes") or 1), 1)
+
+
 def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: str = "numactl", enable_metrics: bool = True) -> List[List[Any]]:
     """The sglang.launch_server lines of one normalized instance.
 
@@ -84,14 +100,23 @@ def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: s
         ["--host", instance["host"]],
         ["--port", instance["port"]],
         ["--tp-size", instance["tp_size"]],
-        ["--disaggregation-mode", instance["mode"]],
     ]
+    for key, flag in PARALLEL_FLAGS:
+        if instance.get(key) is not None:
+            lines.append([flag, instance[key]])
+    lines.append(["--disaggregation-mode", instance["mode"]])
     if model.get("transfer_backend"):
         lines.append(["--disaggregation-transfer-backend", model["transfer_backend"]])
     if instance.get("bootstrap_port") is not None:
         lines.append(["--disaggregation-bootstrap-port", instance["bootstrap_port"]])
     if instance.get("dist_init_port") is not None:
-        lines.append(["--dist-init-addr", "%s:%s" % (instance["dist_init_host"], instance["dist_init_port"])])
+        lines.append(["--dist-init-addr", "%s:%s" % (url_host(instance["dist_init_host"]), instance["dist_init_port"])])
+    if instance.get("nodes"):
+        # One instance over several nodes: the same line on every node but --node-rank.
+        lines.append(["--nnodes", instance["nnodes"]])
+        lines.append(["--node-rank", instance["node_rank"]])
+    if instance.get("dist_timeout") is not None:
+        lines.append(["--dist-timeout", instance["dist_timeout"]])
     if instance.get("mem_fraction_static") is not None:
         lines.append(["--mem-fraction-static", instance["mem_fraction_static"]])
     context_length = instance.get("context_length")
@@ -106,7 +131,7 @@ def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: s
     if model.get("tool_call_parser"):
         lines.append(["--tool-call-parser", model["tool_call_parser"]])
     if numa_binding == "sglang" and instance.get("numa_node") is not None:
-        lines.append(["--numa-node"] + [instance["numa_node"]] * int(instance["tp_size"]))
+        lines.append(["--numa-node"] + [instance["numa_node"]] * local_ranks(instance))
     if enable_metrics:
         lines.append(["--enable-metrics"])
     lines += group_args(model.get("extra_args"))

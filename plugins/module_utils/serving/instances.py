@@ -20,6 +20,10 @@ ROUTER_UNIT = "sglang-router.service"
 # SGLang's default --disaggregation-bootstrap-port: a prefill instance without one listens there.
 DEFAULT_BOOTSTRAP_PORT = 8998
 WILDCARD = ("0.0.0.0", "::", "*", "")
+# Attention DP (attn_dp_size > 1) binds on rank 0's host ports right above dist-init (SGLang 0.5.23 uses +1..+6 and
+# +13): the whole range +1..+13 is kept free of other ports; the firewall opens the ports used.
+ATTN_DP_RESERVED = tuple(range(1, 14))
+ATTN_DP_USED = (1, 2, 3, 4, 5, 6, 13)
 
 
 def is_loopback(host: Any) -> bool:
@@ -36,8 +40,24 @@ def is_loopback(host: Any) -> bool:
 # Matched whole (fullmatch): a $-anchored pattern would let a trailing newline through.
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _INTEGER_KEYS = ("port", "bootstrap_port", "dist_init_port", "tp_size", "numa_node", "context_length")
+# Parallelism over all nodes of an instance (SGLang's --pp-size, --ep-size, --attn-dp-size, --dp-size) and the
+# rendezvous timeout of an instance over several nodes; each at least 1.
+_SIZE_KEYS = ("pp_size", "ep_size", "attn_dp_size", "dp_size", "dist_timeout")
 _HOST_KEYS = ("host", "advertise_host", "dist_init_host")
-KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env", "in_service") + _INTEGER_KEYS + _HOST_KEYS
+KNOWN_KEYS = ("name", "gpus", "mem_fraction_static", "extra_args", "env", "in_service", "nodes") + _INTEGER_KEYS \
+    + _SIZE_KEYS + _HOST_KEYS
+# An instance over several nodes waits this long for every rank (--dist-timeout, seconds) unless it says otherwise.
+DEFAULT_DIST_TIMEOUT = 1800
+
+
+def nodes_problem(nodes: Any) -> Optional[str]:
+    """Why an instance's ``nodes`` cannot be read (None when it is a non-empty list of inventory host names)."""
+    if not isinstance(nodes, (list, tuple)) or not nodes:
+        return "must be a non-empty list of inventory host names in rank order, got %r" % (nodes,)
+    for node in nodes:
+        if not isinstance(node, str) or not node.strip() or node != node.strip() or control_character(node):
+            return "holds %r, which is not an inventory host name" % (node,)
+    return None
 
 
 def is_int(value: Any) -> bool:
@@ -100,6 +120,11 @@ def _check_fields(raw, var, host, problems):
         elif key == "context_length" and value <= 0:
             problems.append(problem(host, "%s.context_length" % var, "must be a positive number of tokens, got %r" % value,
                                     "drop it to use sglang_model_context_length"))
+    for key in _SIZE_KEYS:
+        value = raw.get(key)
+        if value is not None and (not is_int(value) or value < 1):
+            problems.append(problem(host, "%s.%s" % (var, key), "must be a whole number of at least 1, got %s %r"
+                                    % (_type_name(value), value), "write it without quotes, e.g. %s: 2" % key))
     for key in _HOST_KEYS:
         value = raw.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip() or control_character(value)
@@ -174,6 +199,24 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
             continue
         name = raw.get("name")
         var = "%s[%s]" % (variable, name if name is not None else "#%d" % index)
+        nodes = raw.get("nodes")
+        if nodes is not None:
+            why = nodes_problem(nodes)
+            if why:
+                problems.append(problem(inventory_host, "%s.nodes" % var, why,
+                                        "list the instance's hosts by inventory name, rank 0 first, e.g. nodes: "
+                                        "[gpu-a, gpu-b]; or drop nodes for an instance on this host only"))
+                continue
+            if inventory_host not in nodes:
+                # Another node's rank: this host renders nothing of it.
+                continue
+            nodes = list(nodes)
+            if raw.get("dist_init_host") is not None:
+                problems.append(problem(inventory_host, "%s.dist_init_host" % var, "is set on an instance over several "
+                                        "nodes, whose dist-init address is rank 0's (%s): sglang_server_host of %s"
+                                        % (nodes[0], nodes[0]),
+                                        "drop dist_init_host; set sglang_server_host of %s to the private address "
+                                        "every node reaches" % nodes[0]))
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             problems.append(problem(inventory_host, "%s.name" % var, "is %r, not a valid instance name" % (name,),
                                     "use letters, digits, '.', '_' or '-' (the unit is sglang-<name>.service)"))
@@ -194,6 +237,17 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
             "mem_fraction_static": raw.get("mem_fraction_static"),
             "context_length": raw.get("context_length"),
             "advertise_host": raw.get("advertise_host"),
+            # The variable behind "host", for messages about this host's address.
+            "host_variable": "%s.host" % var if raw.get("host") else "sglang_server_host",
+            # Over several nodes: the hosts in rank order, their number and this host's rank (1 and 0 otherwise).
+            "nodes": nodes,
+            "nnodes": len(nodes) if nodes else 1,
+            "node_rank": nodes.index(inventory_host) if nodes else 0,
+            "pp_size": raw.get("pp_size"),
+            "ep_size": raw.get("ep_size"),
+            "attn_dp_size": raw.get("attn_dp_size"),
+            "dp_size": raw.get("dp_size"),
+            "dist_timeout": (raw.get("dist_timeout") or DEFAULT_DIST_TIMEOUT) if nodes else raw.get("dist_timeout"),
             "extra_args": list(raw["extra_args"]) if isinstance(raw.get("extra_args"), (list, tuple)) else (raw.get("extra_args") or []),
             "env": dict(raw["env"]) if isinstance(raw.get("env"), dict) else (raw.get("env") or {}),
             "metrics": bool(metrics),
@@ -202,11 +256,27 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
             "inventory_host": inventory_host,
         }
         inst["unit"] = unit_name(inst["name"])
+        if (is_int(inst["attn_dp_size"]) and inst["attn_dp_size"] > 1 and is_int(inst["dist_init_port"])
+                and inst["dist_init_port"] + ATTN_DP_RESERVED[-1] > 65535):
+            problems.append(problem(inventory_host, "%s.dist_init_port" % var, "is %d, but attention DP needs the ports "
+                                    "up to dist_init_port+%d, past 65535" % (inst["dist_init_port"], ATTN_DP_RESERVED[-1]),
+                                    "choose a dist_init_port of at most %d" % (65535 - ATTN_DP_RESERVED[-1])))
         if mode == "prefill" and inst["bootstrap_port"] is None:
             inst["bootstrap_port"] = DEFAULT_BOOTSTRAP_PORT
+        local = max(len(gpus), 1) if isinstance(gpus, list) else 1
+        pp = inst["pp_size"] if is_int(inst["pp_size"]) and inst["pp_size"] >= 1 else 1
         if inst["tp_size"] is None:
-            inst["tp_size"] = max(len(gpus), 1) if isinstance(gpus, list) else 1
-        elif is_int(inst["tp_size"]) and isinstance(gpus, list) and gpus and inst["tp_size"] != len(gpus):
+            # tp x pp = GPUs per node x nodes (one node for a single-host instance).
+            inst["tp_size"] = max(local * inst["nnodes"] // pp, 1)
+        elif nodes:
+            pass  # judged over the nodes (serving/nodes.py)
+        elif (is_int(inst["tp_size"]) and isinstance(gpus, list) and gpus and inst["pp_size"] is not None
+              and inst["tp_size"] * pp != len(gpus)):
+            problems.append(problem(inventory_host, "%s.tp_size" % var, "x pp_size is %s x %s but gpus lists %d GPU(s) %r"
+                                    % (inst["tp_size"], pp, len(gpus), gpus),
+                                    "make tp_size x pp_size equal to the number of GPUs"))
+        elif (is_int(inst["tp_size"]) and isinstance(gpus, list) and gpus and inst["pp_size"] is None
+              and inst["tp_size"] != len(gpus)):
             problems.append(problem(inventory_host, "%s.tp_size" % var, "is %s but gpus lists %d GPU(s) %r"
                                     % (inst["tp_size"], len(gpus), gpus),
                                     "make tp_size equal to the number of GPUs (or drop tp_size: it defaults to len(gpus))"))
@@ -236,14 +306,20 @@ def host_problems(inventory_host: str, instances: List[Dict[str, Any]], router: 
     users = {}
     for inst in instances:
         gpus = inst.get("gpus") if isinstance(inst.get("gpus"), list) else []
+        # One problem per pair of instances (an instance over several nodes shares all its GPUs at once).
+        shared = []
         for gpu in gpus:
             if gpu in users and users[gpu] is not inst:
-                problems.append(problem(inventory_host, "%s.gpus" % instance_variable(inst),
-                                        "GPU %s is given to both %s and %s"
-                                        % (gpu, instance_variable(users[gpu]), instance_variable(inst)),
-                                        "give each GPU to one instance"))
+                shared.append((users[gpu], gpu))
             else:
                 users.setdefault(gpu, inst)
+        for other in [o for i, (o, _g) in enumerate(shared) if o not in [x for x, _y in shared[:i]]]:
+            clash = [str(g) for o, g in shared if o is other]
+            problems.append(problem(inventory_host, "%s.gpus" % instance_variable(inst),
+                                    "GPU%s %s %s given to both %s and %s"
+                                    % ("s" if len(clash) > 1 else "", ", ".join(clash), "are" if len(clash) > 1 else "is",
+                                       instance_variable(other), instance_variable(inst)),
+                                    "give each GPU to one instance"))
     problems.extend(_port_problems(inventory_host, host_ports(instances, router)))
     return problems
 
@@ -252,9 +328,15 @@ def host_ports(instances: List[Dict[str, Any]], router: Optional[Dict[str, Any]]
     """``[(port, variable)]``: every TCP port this host's serving units will listen on."""
     ports = []
     for inst in instances:
-        for key in ("port", "bootstrap_port", "dist_init_port"):
+        # A rank > 0 of an instance over several nodes listens on its port only (a health server); dist-init,
+        # bootstrap and attention DP are rank 0's.
+        keys = ("port",) if inst.get("node_rank") else ("port", "bootstrap_port", "dist_init_port")
+        for key in keys:
             if is_int(inst.get(key)):
                 ports.append((inst[key], "%s.%s" % (instance_variable(inst), key)))
+        if "dist_init_port" in keys:
+            for port, offset in attn_dp_ports(inst, ATTN_DP_RESERVED):
+                ports.append((port, "%s.dist_init_port (+%d, attention DP)" % (instance_variable(inst), offset)))
     if router is not None:
         ports.append((router.get("port"), "sglang_router_port"))
         if router.get("prometheus_port") is not None:
@@ -262,13 +344,23 @@ def host_ports(instances: List[Dict[str, Any]], router: Optional[Dict[str, Any]]
     return ports
 
 
+def attn_dp_ports(inst: Dict[str, Any], offsets: Tuple[int, ...] = ATTN_DP_USED) -> List[Tuple[int, int]]:
+    """``[(port, offset)]`` of attention DP above an instance's dist-init port ([] without attention DP)."""
+    attn, base = inst.get("attn_dp_size"), inst.get("dist_init_port")
+    if not (is_int(attn) and attn > 1 and is_int(base)):
+        return []
+    return [(base + offset, offset) for offset in offsets if base + offset <= 65535]
+
+
 def _port_problems(inventory_host, ports):
     problems = []
     users = {}
     for port, var in ports:
         if port in users:
+            attention = "attention DP" in users[port] + var
             problems.append(problem(inventory_host, var, "port %s is used by both %s and %s" % (port, users[port], var),
-                                    "give each its own port"))
+                                    "give each its own port (with attn_dp_size > 1, keep dist_init_port+1..+13 free "
+                                    "of other ports)" if attention else "give each its own port"))
         else:
             users[port] = var
     return problems

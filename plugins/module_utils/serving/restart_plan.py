@@ -152,3 +152,30 @@ def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
                 target['reasons'].append(reason)
         target['planned'] = target['planned'] and bool(entry.get('planned'))
     return [merged[u] for u in order]
+
+
+def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]]) -> Dict[str, List[Dict[str, Any]]]:
+    """``{host: [{unit, rank, reasons}]}``: the ranks of instances over several nodes that restart because their unit
+    or env file changed on ANOTHER node (``changed``: {host: units restarted there for their own files}).
+
+    An instance over several nodes is one restart group: a rank cannot rejoin a running group, and after rank 0 stops
+    the other ranks exit and stay down. So a change on any node restarts every rank; each host's list is ordered rank 0
+    first, the order in which an instance is stopped (rank 0's shutdown broadcast ends the other ranks).
+    """
+    changed = dict((host, set(units or [])) for host, units in (changed or {}).items())
+    out = {}  # type: Dict[str, List[Dict[str, Any]]]
+    for host, entry in (topology.get("hosts") or {}).items():
+        for mode in ("prefill", "decode"):
+            for inst in entry.get(mode) or []:
+                nodes = inst.get("nodes") or []
+                if len(nodes) < 2 or inst["unit"] in changed.get(host, set()):
+                    continue
+                where = [n for n in nodes if inst["unit"] in changed.get(n, set())]
+                if where:
+                    out.setdefault(host, []).append({
+                        "unit": inst["unit"], "rank": inst.get("node_rank", 0),
+                        "reasons": ["instance %s over %s: changed on %s"
+                                    % (inst["name"], ", ".join(nodes), ", ".join(where))]})
+    for host in out:
+        out[host].sort(key=lambda item: (item["rank"], item["unit"]))
+    return out

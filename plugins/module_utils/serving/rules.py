@@ -24,6 +24,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
     instance_variable,
     is_int,
 )
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.nodes import dp_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import host_part
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.unit_values import settings_problems
 
@@ -149,7 +150,8 @@ def _address_problems(host, entry, addresses):
     binds = []
     for inst in entry["prefill"] + entry["decode"]:
         binds.append((inst.get("host"), "%s.host" % instance_variable(inst)))
-        if inst.get("dist_init_port") is not None:
+        # Over several nodes the dist-init address is rank 0's, judged with the nodes (serving/nodes.py).
+        if inst.get("dist_init_port") is not None and not inst.get("nodes"):
             binds.append((inst.get("dist_init_host"), "%s.dist_init_host" % instance_variable(inst)))
     if entry["router"]:
         binds.append((entry["router"]["host"], "sglang_router_host"))
@@ -168,7 +170,7 @@ def bind_addresses(entry: Dict[str, Any]) -> List[str]:
     """The specific (not wildcard) addresses this host's units bind, to be tested on the host."""
     result = set()
     for inst in entry["prefill"] + entry["decode"]:
-        for key in ("host", "dist_init_host"):
+        for key in ("host",) if inst.get("nodes") else ("host", "dist_init_host"):
             value = inst.get(key)
             if isinstance(value, str) and value not in WILDCARD:
                 result.add(value)
@@ -223,6 +225,17 @@ def _startup_timeout_problems(inventory_host, settings):
         "sglang_server_wait_timeout" % wait)]
 
 
+def host_warnings(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+    """What works but should change on this host (deprecated flags), as problems that do not fail the run."""
+    entry, _problems = host_part(topology, inventory_host)
+    warnings = [w for w in topology.get("warnings") or [] if w.get("host") == inventory_host]
+    for inst in entry["prefill"] + entry["decode"]:
+        if inst.get("nodes") and model is not None and not inst.get("node_rank"):
+            _found, found = dp_problems(inventory_host, dict(inst, dp_size=None, extra_args=[]), model.get("extra_args"))
+            warnings.extend(found)
+    return warnings
+
+
 def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[str, Any]], server: Dict[str, Any],
           observed: Dict[str, Any], units: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """Every problem of one host. ``model`` None: no model checks (the host serves no model).
@@ -248,6 +261,11 @@ def judge(inventory_host: str, topology: Dict[str, Any], model: Optional[Dict[st
             problems.extend(model_problems(inventory_host, model))
         for inst in instances:
             problems.extend(_gpu_problems(inventory_host, inst, numa_binding, observed))
+            if inst.get("nodes") and model is not None:
+                # The shared extra_args reach every node: --dp-size there counts as the instance's own.
+                found, _warnings = dp_problems(inventory_host, dict(inst, dp_size=None, extra_args=[]),
+                                               model.get("extra_args"))
+                problems.extend(found)
         problems.extend(unit_problems(inventory_host, "server", (units or {}).get("server")))
     if entry["router"] is not None:
         problems.extend(unit_problems(inventory_host, "router", (units or {}).get("router")))

@@ -22,11 +22,13 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
     normalize,
     url_host,
 )
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import nodes as spanning
 
 GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sglang_router"}
 # The per-host variables the topology reads; their defaults are an input (sglang_topology_defaults of the role
 # pdserve.sglang.sglang_defaults, their one owner).
-TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_router_host", "sglang_router_port",
+TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_server_net_ifname",
+                      "sglang_router_host", "sglang_router_port",
                       "sglang_router_prometheus_host", "sglang_router_prometheus_port", "sglang_router_tls",
                       "sglang_router_tls_ca_path")
 # TLS on the router's client port: off, a certificate from the stack's own CA (made on the controller), or the
@@ -187,7 +189,8 @@ def _reachability_problems(hosts, workers, routers):
     """Addresses a process on ANOTHER host must connect to may be neither loopback nor wildcard."""
     problems = []
     router_hosts = [r["inventory_host"] for r in routers]
-    decode_hosts = sorted(set(w["inventory_host"] for w in workers["decode"]))
+    # Every node of a decode instance reads the prefill bootstrap, rank 0 or not.
+    decode_hosts = sorted(h for h, e in hosts.items() if e.get("decode"))
     for kind in MODES:
         for worker in workers[kind]:
             remote_routers = [h for h in router_hosts if h != worker["inventory_host"]]
@@ -282,6 +285,7 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                 ordered.append(host)
 
     hosts = {}
+    ifnames = {}
     problems = []
     workers = {"prefill": [], "decode": []}
     declared = {"prefill": False, "decode": False}
@@ -292,6 +296,8 @@ def build_topology(host_vars, groups, defaults, group_names=None):
         entry = {"address": address, "groups": [names[r] for r in ("prefill", "decode", "router") if name in members[r]],
                  "prefill": [], "decode": [], "router": None}
         server_host = _get(hv, "sglang_server_host", defaults)
+        # Read by the nodes of instances over several hosts only (serving/nodes.py).
+        ifnames[name] = _get(hv, "sglang_server_net_ifname", defaults)
         metrics = _get(hv, "sglang_server_enable_metrics", defaults)
         for mode in MODES:
             if name not in members[mode]:
@@ -308,8 +314,15 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                     _instance_urls(inst, address)
                 else:
                     inst.update(url=None, local_url=None, metrics_url=None, reach_host=None)
+            if raw and not instances and not found and spanning.declared_elsewhere(raw, name):
+                problems.append(problem(name, "sglang_%s_instances" % mode, "%s is a host of group %s, but every "
+                                        "instance of its sglang_%s_instances spans other nodes (their nodes lists do "
+                                        "not name %s), so it would run no %s server" % (name, names[mode], mode, name, mode),
+                                        "add %s to the nodes of an instance, declare an instance of its own, or take "
+                                        "it out of group %s" % (name, names[mode])))
             entry[mode] = instances
-            workers[mode].extend(i for i in instances if i["url"])
+            # The router gets rank 0 of an instance over several nodes only: a rank > 0 answers /health, nothing else.
+            workers[mode].extend(i for i in instances if i["url"] and not i.get("node_rank"))
         if name in members["router"]:
             entry["router"] = _router(name, hv, address, problems, defaults)
             routers.append(entry["router"])
@@ -333,8 +346,10 @@ def build_topology(host_vars, groups, defaults, group_names=None):
                                         "%s worker and every request would fail" % (mode, mode),
                                         "keep at least one %s instance in service" % mode))
     problems.extend(_reachability_problems(hosts, workers, routers))
+    found, warnings = spanning.resolve(hosts, members, names, ifnames)
+    problems.extend(found)
     return {"hosts": hosts, "workers": workers, "router_workers": router_workers, "routers": routers,
-            "problems": problems, "groups": names}
+            "problems": problems, "warnings": warnings, "groups": names}
 
 
 def host_part(topology, inventory_host):

@@ -21,6 +21,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline imp
     server_args,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit_values as V
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.nodes import rank_stop_timeout
 
 # Flags and paths are written bare for readability; anything else is quoted.
 _BARE_WORD = re.compile(r"(--?[A-Za-z0-9]|/)[A-Za-z0-9_.,:/=+-]*")
@@ -142,12 +143,18 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         ("EnvironmentFile", env_file),
     ]
     exec_line = _exec_start_of(instance["unit"], first, lines)
+    timeout_stop = settings["timeout_stop_sec"]
+    if instance.get("node_rank"):
+        # A rank > 0 ignores SIGTERM and exits on rank 0's shutdown broadcast: wait for rank 0's stop and its grace.
+        timeout_stop = rank_stop_timeout(timeout_stop)
     tail = [
+        # Over several nodes too: a crash fails every rank, all restart and meet again; after a clean stop of rank 0
+        # the other ranks exit 0 and stay down.
         ("Restart", "on-failure"),
         ("RestartSec", settings["restart_sec"]),
         # SGLang leaves scheduler and tokenizer children: stop the whole cgroup and give it time.
         ("KillMode", "control-group"),
-        ("TimeoutStopSec", settings["timeout_stop_sec"]),
+        ("TimeoutStopSec", timeout_stop),
         ("LimitMEMLOCK", "infinity"),
         ("LimitNOFILE", settings["limit_nofile"]),
     ]
@@ -155,8 +162,9 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     text = _render(
         SERVER_MARKER % instance["mode"],
         [
-            ("Description", "SGLang %s server %s (tp %s, port %s)" % (instance["mode"], instance["name"],
-                                                                      instance["tp_size"], instance["port"])),
+            ("Description", "SGLang %s server %s (tp %s, port %s%s)" % (
+                instance["mode"], instance["name"], instance["tp_size"], instance["port"],
+                ", node rank %s of %s" % (instance["node_rank"], instance["nnodes"]) if instance.get("nodes") else "")),
             ("Documentation", "https://docs.sglang.ai/"),
             ("After", "network-online.target"),
             ("Wants", "network-online.target"),
@@ -168,6 +176,14 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
     merged = dict(settings.get("env") or {})
+    if instance.get("nodes") and instance.get("advertise_ip"):
+        # Where the other nodes and the KV transfer reach this rank (bootstrap registration, Mooncake/NIXL), not the
+        # address SGLang would guess (the route to 8.8.8.8, or the hostname's, possibly 127.0.1.1).
+        merged["SGLANG_HOST_IP"] = instance["advertise_ip"]
+    if instance.get("nodes") and instance.get("net_ifname"):
+        # Unset, gloo resolves the hostname and may land on loopback; NCCL may pick another NIC than its peers.
+        merged["GLOO_SOCKET_IFNAME"] = instance["net_ifname"]
+        merged["NCCL_SOCKET_IFNAME"] = instance["net_ifname"]
     merged.update(instance.get("env") or {})
     variables += sorted(merged.items())
     unit_path = "%s/%s" % (str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/"), instance["unit"])

@@ -52,7 +52,7 @@ class HostVarsVars(Mapping):
 
 def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
-    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "play_modes", "problem_line",
+    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "instance_restarts", "play_modes", "problem_line",
                                "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report", "router_unit_files",
                                "server_units", "serving_topology", "switch_sources", "systemd_quote", "unit_problems", "unit_services",
                                "venv_name", "wait_endpoints"]
@@ -343,3 +343,16 @@ def test_the_start_up_timeout_is_judged_only_against_a_wait_it_is_given():
 def test_unit_problems_refuses_what_it_cannot_judge(args):
     with pytest.raises(AnsibleFilterError):
         F.unit_problems(*args)
+
+
+def test_instance_restarts_reads_every_play_hosts_write():
+    from ansible_collections.pdserve.sglang.plugins.filter.sglang import instance_restarts
+    topology = {"hosts": {
+        "a": {"prefill": [{"name": "p", "unit": "sglang-p.service", "nodes": ["a", "b"], "node_rank": 0}], "decode": []},
+        "b": {"prefill": [{"name": "p", "unit": "sglang-p.service", "nodes": ["a", "b"], "node_rank": 1}], "decode": []},
+    }}
+    hostvars = {"a": {"__sglang_server_written": {"skipped": True}},
+                "b": {"__sglang_server_written": {"restarts_left": [{"unit": "sglang-p.service", "reasons": ["x"]}]}}}
+    assert [i["unit"] for i in instance_restarts(topology, hostvars, ["a", "b", "gone"], "a")] == ["sglang-p.service"]
+    assert instance_restarts(topology, hostvars, ["a", "b"], "b") == []
+    assert instance_restarts(topology, {}, ["a", "b"], "a") == []

@@ -77,3 +77,18 @@ def test_a_peer_known_by_name_stops_the_preflight(tmp_path):
     assert proc.returncode != 0
     assert "the firewall check found" in proc.stdout and "ansible_host" in proc.stdout
     assert "resolves no names" in proc.stdout and "sglang_firewall_enabled: false" in proc.stdout
+
+
+def test_instances_over_several_hosts_of_the_multinode_tp_example(tmp_path):
+    proc = _playbook("multinode_tp", tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    prefill0, prefill1, decode0 = (_chain(tmp_path / ("%s.nft" % h)) for h in ("gpu-p0", "gpu-p1", "gpu-d0"))
+    # Rank 0 of prefill-0: dist-init from its other node, bootstrap from it and from both decode nodes.
+    assert "tcp dport 30335 ip saddr { 10.0.1.12 } accept" in prefill0
+    assert "tcp dport 8998 ip saddr { 10.0.1.12, 10.0.1.21, 10.0.1.22 } accept" in prefill0
+    # A rank > 0 serves neither.
+    assert not [rule for rule in prefill1 if "dport 30335" in rule or "dport 8998" in rule]
+    # Rank 0 of decode-0: dist-init and the attention DP ports, from its other node only.
+    for port in (30435, 30436, 30441, 30448):
+        assert "tcp dport %d ip saddr { 10.0.1.22 } accept" % port in decode0, decode0
+    assert not [rule for rule in decode0 if "dport 30442" in rule]

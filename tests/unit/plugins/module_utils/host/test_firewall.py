@@ -215,3 +215,58 @@ def test_an_instance_name_cannot_leave_its_comment_line():
     text = plan("gpu-prefill-1", topology, host_vars, settings)["content"]
     assert "# 8998: x?tcp dport 22 drop bootstrap (decode hosts)" in text
     assert all(line.strip().startswith("#") for line in text.splitlines() if "dport 22 " in line)
+
+
+# --- instances over several hosts ----------------------------------------------------------------------------
+
+def spanning(decode_extra=None, host_vars_extra=None):
+    """inventories/multinode_tp's shape: prefill-0 over p0, p1; decode-0 (attention DP) over d0, d1; router r."""
+    prefill = {"name": "prefill-0", "nodes": ["p0", "p1"], "gpus": [0, 1], "port": 30000, "bootstrap_port": 8998,
+               "dist_init_port": 30335}
+    decode = dict({"name": "decode-0", "nodes": ["d0", "d1"], "gpus": [0, 1], "port": 30002, "dist_init_port": 30435,
+                   "attn_dp_size": 4}, **(decode_extra or {}))
+    addresses = {"p0": "10.0.1.11", "p1": "10.0.1.12", "d0": "10.0.1.21", "d1": "10.0.1.22"}
+    host_vars = {"r": {"ansible_host": "10.0.1.5"}}
+    for host, address in addresses.items():
+        host_vars[host] = {"ansible_host": address, "sglang_server_host": address}
+        host_vars[host]["sglang_prefill_instances" if host.startswith("p") else "sglang_decode_instances"] = \
+            [dict(prefill if host.startswith("p") else decode)]
+    for host, values in (host_vars_extra or {}).items():
+        host_vars[host].update(values)
+    groups = {"sglang_router": ["r"], "sglang_prefill": ["p0", "p1"], "sglang_decode": ["d0", "d1"]}
+    topology = build_topology(host_vars, groups, TOPOLOGY_DEFAULTS)
+    settings = dict(EXPORTERS, prometheus_hosts=["r"], gpu_hosts=list(addresses))
+    return topology, host_vars, settings
+
+
+def test_prefill_rank_0_lets_its_other_node_in_on_dist_init_and_bootstrap():
+    rules = by_port(plan("p0", *spanning()))
+    assert rules[30335]["v4"] == ["10.0.1.12"]
+    # Each prefill rank registers with rank 0's bootstrap; every decode node reads it.
+    assert rules[8998]["v4"] == ["10.0.1.12", "10.0.1.21", "10.0.1.22"]
+    assert rules[30000]["v4"] == ["10.0.1.5"]
+
+
+def test_a_rank_above_0_opens_its_health_port_only():
+    rules = by_port(plan("p1", *spanning()))
+    assert sorted(rules) == [9100, 9400, 30000]
+
+
+def test_decode_rank_0_opens_the_attention_dp_ports_to_its_other_node_and_nothing_wider():
+    rules = by_port(plan("d0", *spanning()))
+    for port in [30435, 30436, 30437, 30438, 30439, 30440, 30441, 30448]:
+        assert rules[port]["v4"] == ["10.0.1.22"] and not rules[port]["open"], port
+    assert 30442 not in rules and 30447 not in rules
+    assert sorted(rules) == [9100, 9400, 30002] + [30435 + o for o in (0, 1, 2, 3, 4, 5, 6, 13)]
+
+
+def test_a_node_whose_traffic_leaves_from_another_address_than_the_firewall_allows():
+    topology, host_vars, settings = spanning(host_vars_extra={"d1": {"ansible_host": "192.0.2.22",
+                                                                     "sglang_server_host": "10.0.1.22"}})
+    result = plan("d0", topology, host_vars, settings)
+    [problem] = result["problems"]
+    assert (problem["host"], problem["variable"]) == ("d1", "sglang_firewall_host_addresses")
+    assert "connects from 10.0.1.22" in problem["message"] and "192.0.2.22 (ansible_host)" in problem["message"]
+    assert "[10.0.1.22, 192.0.2.22]" in problem["fix"]
+    host_vars["d1"]["sglang_firewall_host_addresses"] = ["10.0.1.22"]
+    assert plan("d0", topology, host_vars, settings)["problems"] == []

@@ -67,6 +67,9 @@ def test_prefill_defaults():
         "mem_fraction_static": None,
         "context_length": None,
         "advertise_host": None,
+        "host_variable": "sglang_server_host",
+        "nodes": None, "nnodes": 1, "node_rank": 0,
+        "pp_size": None, "ep_size": None, "attn_dp_size": None, "dp_size": None, "dist_timeout": None,
         "extra_args": [],
         "env": {},
         "metrics": True, "in_service": True,
@@ -437,3 +440,10 @@ def test_an_instance_name_is_matched_whole(name):
     from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import normalize
     _instances, problems = normalize([dict(name=name, port=30002)], "decode", "h")
     assert any(p["variable"].endswith(".name") for p in problems), problems
+
+
+def test_pipeline_parallel_on_one_host_divides_the_default_tp():
+    instances, problems = normalize([dict(DECODE, pp_size=2)], "decode", "h")
+    assert problems == [] and instances[0]["tp_size"] == 2 and instances[0]["pp_size"] == 2
+    _instances, problems = normalize([dict(DECODE, pp_size=2, tp_size=4)], "decode", "h")
+    assert [p["variable"] for p in problems] == ["sglang_decode_instances[decode].tp_size"]

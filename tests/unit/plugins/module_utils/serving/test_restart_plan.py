@@ -150,3 +150,30 @@ def test_changed_settings_of_bare_texts():
     assert rp.changed_settings(before, before) == []
     # the fingerprint lines are the fingerprint's reasons, never a setting
     assert rp.changed_settings('PDSERVE_SGLANG="0.5.23"\nA="1"\n', 'A="1"\n') == []
+
+
+# --- instances over several hosts: one restart group ----------------------------------------------------
+
+def _spanning_topology():
+    def rank(host, rank_, name="prefill-0", nodes=("a", "b", "c")):
+        return {"name": name, "unit": "sglang-%s.service" % name, "nodes": list(nodes), "node_rank": rank_}
+    return {"hosts": {
+        "a": {"prefill": [rank("a", 0), {"name": "solo", "unit": "sglang-solo.service", "nodes": None}], "decode": []},
+        "b": {"prefill": [rank("b", 1)], "decode": []},
+        "c": {"prefill": [rank("c", 2)], "decode": []},
+    }}
+
+
+def test_a_change_on_one_node_restarts_the_ranks_on_every_other_node():
+    out = rp.instance_restarts(_spanning_topology(), {"b": ["sglang-prefill-0.service"]})
+    assert sorted(out) == ["a", "c"]
+    assert out["a"] == [{"unit": "sglang-prefill-0.service", "rank": 0,
+                         "reasons": ["instance prefill-0 over a, b, c: changed on b"]}]
+    assert out["c"][0]["rank"] == 2
+
+
+def test_nothing_more_for_single_host_units_or_nodes_that_restart_anyway():
+    assert rp.instance_restarts(_spanning_topology(), {"a": ["sglang-solo.service"]}) == {}
+    everywhere = dict((h, ["sglang-prefill-0.service"]) for h in "abc")
+    assert rp.instance_restarts(_spanning_topology(), everywhere) == {}
+    assert rp.instance_restarts(_spanning_topology(), {}) == {}

@@ -139,13 +139,13 @@ def test_multinode(inventory):
     assert router["prometheus_local_url"] == "http://127.0.0.1:29000"
 
 
-@pytest.mark.parametrize("name", ["blackwell", "local", "multinode"])
+@pytest.mark.parametrize("name", ["blackwell", "local", "multinode", "multinode_tp"])
 def test_the_topology_is_json_safe(inventory, name):
     topology = build_topology(*inventory(name), defaults=TOPOLOGY_DEFAULTS)
     assert json.loads(json.dumps(topology)) == topology
 
 
-@pytest.mark.parametrize("name", ["blackwell", "local", "multinode"])
+@pytest.mark.parametrize("name", ["blackwell", "local", "multinode", "multinode_tp"])
 def test_the_contract_keys(inventory, name):
     topology = build_topology(*inventory(name), defaults=TOPOLOGY_DEFAULTS)
     for entry in topology["hosts"].values():
@@ -591,3 +591,13 @@ def test_every_instance_of_a_mode_out_of_service_is_a_problem():
 def test_in_service_must_be_a_boolean():
     topology = three_hosts(decode={"in_service": "no"})
     assert any(v.endswith(".in_service") and "true or false" in m for _h, v, m in messages(topology))
+
+
+def test_multinode_tp(inventory):
+    """inventories/multinode_tp: one prefill and one decode instance, each over two hosts; the router gets rank 0."""
+    topology = build_topology(*inventory("multinode_tp"), defaults=TOPOLOGY_DEFAULTS)
+    assert topology["problems"] == [] and topology["warnings"] == []
+    assert [(h, i["name"], i["node_rank"]) for h in ("gpu-p0", "gpu-p1") for i in topology["hosts"][h]["prefill"]] == [
+        ("gpu-p0", "prefill-0", 0), ("gpu-p1", "prefill-0", 1)]
+    assert urls(topology, "prefill") == ["http://10.0.1.11:30000"] and urls(topology, "decode") == ["http://10.0.1.21:30002"]
+    assert topology["hosts"]["gpu-d1"]["decode"][0]["dist_init_host"] == "10.0.1.21"
