@@ -150,3 +150,10 @@ def test_changed_settings_of_bare_texts():
     assert rp.changed_settings(before, before) == []
     # the fingerprint lines are the fingerprint's reasons, never a setting
     assert rp.changed_settings('PDSERVE_SGLANG="0.5.23"\nA="1"\n', 'A="1"\n') == []
+
+
+def test_a_switch_of_the_router_implementation_is_named_by_the_fingerprint():
+    before = "PDSERVE_SGLANG_ROUTER=0.3.2\nPDSERVE_VENV=/opt/sglang/router-venv\n"
+    after = "PDSERVE_SMG=1.13.0\nPDSERVE_VENV=/opt/sglang/router-venv\n"
+    reasons = rp.unit_reasons("[Service]\nExecStart=a\n", "[Service]\nExecStart=a --implementation smg\n", before, after)
+    assert reasons[:2] == ["fingerprint sglang-router 0.3.2 -> (none)", "fingerprint smg (none) -> 1.13.0"]
