@@ -190,3 +190,17 @@ def test_without_a_reasoning_parser_even_the_plain_check_fails_behind_smg(pd_sta
     assert failed
     assert result["failed_checks"] == ["basic", "thinking"]
     assert "reasoning leaked into content" in json.dumps(result)
+
+
+def test_engine_metrics_keep_sglangs_colon_names_behind_smg(smg):
+    """sglang-router 0.3.2's /engine_metrics rewrites the workers' names (sglang_num_requests_total); smg 1.13 keeps
+    SGLang's own (sglang:num_requests_total), with the same worker_addr label. (The collection reads the servers'
+    /metrics itself, never /engine_metrics.)"""
+    router = smg["router"]
+    assert chat(router, {"messages": [{"role": "user", "content": "What is 2+3?"}]})[0] == 200
+    status, text = stack.http_get(router.url + "/engine_metrics")
+    assert status == 200, text
+    engines = {labels["engine_type"]: labels["worker_addr"]
+               for labels, dummy_v in stack.metric_samples(text, "sglang:num_requests_total")}
+    assert engines.get("prefill") == smg["prefill"].url and engines.get("decode") == smg["decode"].url
+    assert not stack.metric_samples(text, "sglang_num_requests_total")
