@@ -6,7 +6,7 @@ Default: the locks that need PyPI.
   roles/sglang_install/files/locks/<profile>-py<X.Y>.lock
                                                      what sglang_install installs with its pinned versions
                                                      (profile servers: torch, SGLang, sglang-router, NIXL;
-                                                     router: sglang-router), CPython 3.11 (Debian 12) and 3.12
+                                                     router: sglang-router and smg), CPython 3.11 (Debian 12) and 3.12
                                                      (Ubuntu 24.04), x86_64 Linux, glibc >= 2.34
 --out DIR [-e NAME=VALUE ...]: only the role's locks, for other pins (-e sglang_install_version=0.5.24), into DIR;
   point sglang_install_pip_lock at DIR.
@@ -82,6 +82,8 @@ def role_defaults():
         "source": _scalar(shared, "sglang_install_source"),
         "version": _scalar(shared, "sglang_install_version"),
         "router_version": _scalar(shared, "sglang_router_version"),
+        # The router's venv only (the router profile): smg beside sglang-router.
+        "router_smg_version": _scalar(shared, "sglang_router_smg_version"),
         "torch_packages": _list(install, "sglang_install_torch_packages"),
         "nixl_source": _scalar(install, "sglang_install_nixl_source"),
         "nixl_package": _scalar(install, "sglang_install_nixl_package"),
@@ -100,6 +102,8 @@ def settings_of(variables, defaults):
             s[key] = variables["sglang_install_" + key]
     if "sglang_router_version" in variables and "sglang_install_router_version" not in variables:
         s["router_version"] = variables["sglang_router_version"]
+    if "sglang_router_smg_version" in variables:
+        s["router_smg_version"] = variables["sglang_router_smg_version"]
     for key, value in s.items():
         if isinstance(value, str) and "{{" in value:
             sys.exit("lock: the inventory sets sglang_install_%s to a template (%s): write the value" % (key, value))
@@ -113,7 +117,8 @@ def nixl_mode(source):
 
 def asked(plan, settings, profile):
     """``(resolved with dependencies, installed with --no-deps)``: the requirements of one venv."""
-    s = plan.profile(settings, profile, "/venv", settings["router_version"])
+    base = {key: value for key, value in settings.items() if key != "router_smg_version"}
+    s = plan.profile(base, profile, "/venv", settings["router_version"], settings.get("router_smg_version") or "")
     wanted = plan.pip_requirements(s, nixl_mode(s["nixl_source"]))
     if s.get("no_deps") and wanted["sglang"]:
         return wanted["torch"] + wanted["packages"], wanted["sglang"]
@@ -199,8 +204,8 @@ def overrides(pairs):
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
         key = name[len("sglang_install_"):] if name.startswith("sglang_install_") else None
-        if not sep or (name != "sglang_router_version" and key not in role_defaults()):
-            sys.exit("lock: -e %s: give NAME=VALUE with one of sglang_router_version, %s" % (
+        if not sep or (name not in ("sglang_router_version", "sglang_router_smg_version") and key not in role_defaults()):
+            sys.exit("lock: -e %s: give NAME=VALUE with one of sglang_router_version, sglang_router_smg_version, %s" % (
                 pair, ", ".join("sglang_install_" + k for k in sorted(role_defaults()))))
         variables[name] = [v for v in value.split(",") if v] if key in LIST_SETTINGS else value
     return variables

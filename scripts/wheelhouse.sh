@@ -10,7 +10,7 @@
 # Change a pin and the next run downloads what is missing (already present files are reused).
 #
 # Contents (all pinned):
-#   router set    sglang-router and the emulator's web stack at the versions of requirements.txt,
+#   router set    sglang-router, smg and the emulator's web stack at the versions of requirements.txt,
 #                 with their dependencies. The serving roles and the local demo install these.
 #   sglang set    sglang==SGLANG_VERSION without its dependencies, plus the dependency subset that
 #                 `import sglang`, `sglang.srt.server_args` (the flag check) and
@@ -76,7 +76,7 @@ pin_of() {
   line=$(grep -m1 -iE "^$1==" "$ROOT/requirements.txt") || die "$1 is not pinned in requirements.txt"
   printf '%s\n' "${line%%[[:space:]#]*}"
 }
-ROUTER_SET=("$(pin_of sglang-router)" "$(pin_of fastapi)" "$(pin_of uvicorn)" "$(pin_of prometheus-client)")
+ROUTER_SET=("$(pin_of sglang-router)" "$(pin_of smg)" "$(pin_of fastapi)" "$(pin_of uvicorn)" "$(pin_of prometheus-client)")
 
 python=${PDSERVE_WHEELHOUSE_PYTHON:-}
 if [[ -z $python ]]; then

@@ -32,12 +32,12 @@ def install_plan(facts, host, settings):
     return plan(str(host), settings, dict(facts or {}))
 
 
-def install_profile(settings, name, router_venv, router_version):
+def install_profile(settings, name, router_venv, router_version, router_smg_version=""):
     """The role's settings with an install profile applied (see install_profile.yml)."""
     if not isinstance(settings, dict):
         raise AnsibleFilterError("install_profile: input must be a mapping of settings, got %r" % (settings,))
     try:
-        return profile(dict(settings), str(name), str(router_venv), str(router_version))
+        return profile(dict(settings), str(name), str(router_venv), str(router_version), str(router_smg_version or ""))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 

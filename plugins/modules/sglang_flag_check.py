@@ -23,6 +23,8 @@ description:
   - With O(parser=router), the same for C(sglang_router.launch_router) command lines, using the installed
     router's C(RouterArgs.add_cli_args), then C(RouterArgs.from_cli_args) and its own validation,
     which parse the C(--prefill URL [BOOTSTRAP_PORT]) and C(--decode URL) lists. Importing it takes about a second.
+  - O(router_implementation=smg) checks with smg's own parser instead (C(smg.router_args.RouterArgs), the Shepherd
+    Model Gateway that succeeded sglang-router), as C(smg.launch_router) parses its command line.
 author:
   - pdserve.sglang developers (@pdserve)
 extends_documentation_fragment:
@@ -47,6 +49,14 @@ options:
     type: str
     choices: [server, router]
     default: server
+  router_implementation:
+    description:
+      - With O(parser=router), the router package whose parser checks the lines - V(sglang-router) (C(sglang_router))
+        or V(smg).
+    type: str
+    choices: [sglang-router, smg]
+    default: sglang-router
+    version_added: 0.4.0
   command_lines:
     description:
       - The command lines to check, without the launch command itself (everything after C(-m sglang.launch_server)
@@ -114,6 +124,16 @@ EXAMPLES = r'''
       - name: router
         argv: [--pd-disaggregation, --prefill, "http://127.0.0.1:30000", 8998, --decode, "http://127.0.0.1:30002",
                --host, 0.0.0.0, --port, 30001, --policy, cache_aware]
+
+- name: The same with smg's parser (the router's venv holds both implementations)
+  pdserve.sglang.sglang_flag_check:
+    python: /opt/sglang/router-venv/bin/python
+    parser: router
+    router_implementation: smg
+    command_lines:
+      - name: router
+        argv: [--pd-disaggregation, --prefill, "http://127.0.0.1:30000", 8998, --decode, "http://127.0.0.1:30002",
+               --host, 0.0.0.0, --port, 30001]
 - name: Check a patched source tree that is not installed in the venv
   pdserve.sglang.sglang_flag_check:
     python: /opt/sglang/venv/bin/python
@@ -127,7 +147,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 sglang_version:
-  description: C(sglang.__version__) (or C(sglang_router.version.__version__) with O(parser=router)) of the interpreter that ran the check.
+  description:
+    - C(sglang.__version__) of the interpreter that ran the check; with O(parser=router) the installed router package's
+      version (its distribution's metadata, C(sglang-router) or C(smg)).
   returned: when SGLang could be imported
   type: str
   sample: 0.5.23
@@ -176,6 +198,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
+
+# The Python package of each router implementation (module_utils/serving/cmdline.py's ROUTER_IMPLEMENTATIONS; this
+# module runs on the target without the collection's module_utils).
+ROUTER_PACKAGES = {"sglang-router": "sglang_router", "smg": "smg"}
 
 # Runs inside the SGLang venv (python -I -c CHECKER), reads the request as JSON on stdin and prints one
 # JSON document on stdout. Anything SGLang prints while importing goes to stderr.
@@ -232,8 +258,11 @@ try:
     start = time.time()
     with contextlib.redirect_stdout(sys.stderr):
         if router:
-            from sglang_router.router_args import RouterArgs
-            from sglang_router.version import __version__ as version
+            import importlib, importlib.metadata
+            package = request.get("router_package") or "sglang_router"
+            RouterArgs = importlib.import_module(package + ".router_args").RouterArgs
+            # The distribution's version: smg 1.13.0's smg.version module still says 1.1.0.
+            version = importlib.metadata.version(request.get("router_distribution") or "sglang-router")
         else:
             import sglang
             from sglang.srt.server_args import ServerArgs
@@ -249,11 +278,12 @@ results = []
 for item in request["command_lines"]:
     argv = [str(a) for a in item["argv"]]
     result = {"name": item["name"], "valid": True, "error": "", "flag": "", "suggestion": ""}
-    parser = CheckingParser(prog="sglang_router.launch_router" if router else "sglang.launch_server")
+    parser = CheckingParser(prog=(request.get("router_package") or "sglang_router") + ".launch_router" if router
+                            else "sglang.launch_server")
     try:
         with contextlib.redirect_stdout(sys.stderr):
             if router:
-                # As sglang_router.launch_router.parse_router_args and launch_router do.
+                # As <package>.launch_router.parse_router_args and launch_router do (sglang_router and smg alike).
                 RouterArgs.add_cli_args(parser, use_router_prefix=False)
                 RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)._validate_router_args()
                 results.append(result)
@@ -303,6 +333,7 @@ def main():
         argument_spec=dict(
             python=dict(type="path", required=True),
             parser=dict(type="str", choices=["server", "router"], default="server"),
+            router_implementation=dict(type="str", choices=["sglang-router", "smg"], default="sglang-router"),
             command_lines=dict(
                 type="list",
                 elements="dict",
@@ -327,8 +358,10 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=to_native(exc))
 
+    implementation = module.params["router_implementation"]
     request = json.dumps({"command_lines": command_lines, "pythonpath": module.params["pythonpath"],
-                          "parser": module.params["parser"]})
+                          "parser": module.params["parser"], "router_distribution": implementation,
+                          "router_package": ROUTER_PACKAGES[implementation]})
     environ = dict((k, to_text(v)) for k, v in module.params["environment"].items())
     args = [python, "-I", "-c", CHECKER]
     timeout = module.params["timeout"]
@@ -351,7 +384,7 @@ def main():
         module.fail_json(msg="the flag check could not run in %s (exit %s): %s"
                              % (python, rc, (stderr or stdout).strip()[-2000:]), rc=rc, stderr=stderr,
                          stdout=stdout, elapsed=elapsed)
-    what = "sglang-router" if module.params["parser"] == "router" else "SGLang"
+    what = implementation if module.params["parser"] == "router" else "SGLang"
     if "import_error" in report:
         module.fail_json(msg="%s cannot import %s's argument parser: %s. Is %s installed in this venv with its "
                              "dependencies?" % (python, what, report["import_error"], what),

@@ -45,6 +45,11 @@ PYTHON = sys.executable
 # Nothing may leave the machine: the router would fetch a tokenizer for the model path.
 OFFLINE_ENV = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
 
+# The router implementation the stack starts (sglang_router_implementation): PDSERVE_ROUTER_IMPLEMENTATION=smg runs a
+# test module behind smg instead of sglang-router; Router(implementation=...) picks one for a single router.
+ROUTER_IMPLEMENTATION = os.environ.get("PDSERVE_ROUTER_IMPLEMENTATION", "sglang-router")
+ROUTER_PACKAGES = {"sglang-router": "sglang_router", "smg": "smg"}
+
 _given_ports = set()
 
 
@@ -207,13 +212,14 @@ class Emulator(_Process):
 
 
 class Router(_Process):
-    """The real sglang-router (0.3.2) in PD mode."""
+    """The real router in PD mode: sglang-router 0.3.2 or smg 1.13 (``implementation``)."""
 
     name = "router"
 
     def __init__(self, prefill, decode, args=(), env=None, port=None, prometheus_port=None,
-                 drop=(), api_key=None, control_plane_api_key=None, tls=None):
+                 drop=(), api_key=None, control_plane_api_key=None, tls=None, implementation=None):
         super().__init__(env)
+        self.implementation = implementation or ROUTER_IMPLEMENTATION
         # Keys (and the TLS certificate and key: ``tls`` = (PEM text, PEM text, CA path)) go the way the unit passes
         # them: files in a credentials directory, read by the launcher.
         self.api_key = api_key
@@ -248,6 +254,8 @@ class Router(_Process):
                     "extra_args": ["--shutdown-grace-period-secs", "1"]}
         # Through the launcher (as the unit starts it) the workers come from a worker set file; without it, on the
         # command line the launcher would build.
+        if self.launcher_args and self.implementation != "sglang-router":
+            self.launcher_args = ["--implementation", self.implementation] + self.launcher_args
         if self.launcher_args:
             self.workers_file = os.path.join(self.env["CREDENTIALS_DIRECTORY"], "workers.json")
             self.write_workers(workers)
@@ -276,7 +284,7 @@ class Router(_Process):
     def command(self):
         if self.launcher_args:
             return [PYTHON, LAUNCHER] + self.launcher_args + ["--"] + self.args
-        return [PYTHON, "-m", "sglang_router.launch_router"] + self.args
+        return [PYTHON, "-m", "%s.launch_router" % ROUTER_PACKAGES[self.implementation]] + self.args
 
     def workers(self):
         key = self.control_plane_api_key or self.api_key

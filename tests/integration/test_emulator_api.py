@@ -325,3 +325,17 @@ def test_port_conflicts_fail_at_startup(servers):
                    "--disaggregation-bootstrap-port", str(taken))
     assert boot.returncode == 1
     assert "bootstrap server" in boot.stderr
+
+
+def test_an_smg_style_body_is_read_as_sglang_reads_it(servers):
+    """What smg 1.13 forwards (tests/integration/test_router_smg.py): the client's body with max_tokens (not
+    max_completion_tokens), fields SGLang does not know, and no separate_reasoning. SGLang 0.5.23's
+    ChatCompletionRequest ignores unknown fields, reads max_tokens when max_completion_tokens is absent and defaults
+    separate_reasoning to true: so does the emulator."""
+    status, payload = chat(servers["knobs"], {
+        "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 3, "x_router_field": {"a": 1},
+        "logprobs": False, "chat_template_kwargs": {"thinking": True}})
+    assert status == 200
+    choice = payload["choices"][0]
+    assert choice["finish_reason"] == "length"
+    assert choice["message"]["content"] == "" and choice["message"]["reasoning_content"]

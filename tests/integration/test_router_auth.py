@@ -60,9 +60,11 @@ def test_no_key_on_the_command_line(authed):
     for key in (CLIENT, ADMIN):
         assert key not in cmdline and key not in ps
         assert key not in authed.log_tail(400)
-    # Started through the launcher (the router then renames itself: setproctitle("sglang::router")).
+    # Started through the launcher (the router then renames itself: setproctitle("sglang::router"), smg's
+    # "smg::router").
     assert authed.command()[1] == stack.LAUNCHER and "--api-key-credential" in authed.command()
-    assert cmdline.split("\0")[0] in ("sglang::router", authed.command()[0])
+    title = {"sglang-router": "sglang::router", "smg": "smg::router"}[authed.implementation]
+    assert cmdline.split("\0")[0] in (title, authed.command()[0])
 
 
 def test_401_without_key_401_with_the_client_key_on_workers_200_with_the_control_plane_key(authed):

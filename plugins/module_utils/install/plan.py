@@ -43,18 +43,20 @@ def _version_tuple(text):
         return None
 
 
-def profile(settings, name, router_venv, router_version):
+def profile(settings, name, router_venv, router_version, router_smg_version=""):
     """The settings an install profile installs with (``profile`` added).
 
-    ``servers``: the settings as they are (the model servers' venv). ``router``: sglang-router ``router_version`` alone
-    into ``router_venv``: no SGLang, torch, NIXL, extra packages, kernel builds, model or chat template, and a small
-    free-space minimum for the venv. The other settings (user, interpreter, package sources) stay as they are.
+    ``servers``: the settings as they are (the model servers' venv). ``router``: sglang-router ``router_version`` and
+    smg ``router_smg_version`` (the two router implementations, side by side: sglang_router_implementation picks the
+    one the unit starts) alone into ``router_venv``: no SGLang, torch, NIXL, extra packages, kernel builds, model or
+    chat template, and a small free-space minimum for the venv. The other settings (user, interpreter, package
+    sources) stay as they are.
     """
     if name not in PROFILES:
         raise ValueError("sglang_install_profile: %r is not one of %s" % (name, ", ".join(PROFILES)))
     s = dict(settings or {})
     if name == "router":
-        s.update(venv=router_venv, router_version=router_version, source="none", torch_packages=[], nixl_source="none",
+        s.update(venv=router_venv, router_version=router_version, router_smg_version=router_smg_version, source="none", torch_packages=[], nixl_source="none",
                  extra_packages=[], kernel_builds=[], model_source="none", chat_template_source="none",
                  min_free_gb_venv=ROUTER_MIN_FREE_GB)
     s["profile"] = name
@@ -474,6 +476,7 @@ def pip_requirements(s: Dict[str, Any], mode: str) -> Dict[str, List[str]]:
     extras = [str(e) for e in s.get("extras") or []]
     sglang = ["sglang%s==%s" % ("[%s]" % ",".join(extras) if extras else "", s.get("version"))] if s.get("source") == "pypi" else []
     packages = (["sglang-router==%s" % s["router_version"]] if s.get("router_version") else []) \
+        + (["smg==%s" % s["router_smg_version"]] if s.get("router_smg_version") else []) \
         + (["%s==%s" % (s.get("nixl_package") or "nixl", s.get("nixl_version"))] if mode == "pypi" else []) \
         + [str(r) for r in s.get("extra_packages") or []]
     torch = [str(r) for r in s.get("torch_packages") or []]

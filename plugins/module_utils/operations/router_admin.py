@@ -113,6 +113,14 @@ def add_payload(url, worker_type, bootstrap_port=None, api_key=None):
     return body
 
 
+def registering(answer) -> bool:
+    """Whether a POST /workers was refused because the router is registering that URL already: smg 1.13 answers 409
+    "Worker creation already in progress for URL ..." while its own job (from the command line or an earlier POST)
+    checks the worker, which GET /workers does not list until the job ends. sglang-router 0.3.2 accepts the POST and
+    its second job ends with "already exists"."""
+    return answer.status == 409 and 'already in progress' in answer.text
+
+
 class RouterAdmin(object):
     """The worker API of one router. ``client`` is an HttpClient with the router's control-plane key (if any); its
     API key, if any, is the one the router presents to the worker (add)."""
@@ -206,10 +214,15 @@ class RouterAdmin(object):
                         'msg': 'would add %s as %s%s' % (url, worker_type, ' (%s)' % fixed if fixed else '')}
             answer = self.client.post_json(join_url(self.url, '/workers'), payload, control_plane=True)
             self._check_auth(answer, 'POST /workers')
-            if answer.status not in (200, 201, 202):
+            if registering(answer):
+                # smg: the router's own job for this URL (from its command line, or an earlier POST) is still checking
+                # the worker, which is not listed until it ends: wait for it below, as for our own registration.
+                pass
+            elif answer.status not in (200, 201, 202):
                 raise RouterError('the router at %s did not accept %s: %s'
                                   % (self.url, url, answer.summary('POST /workers')))
-            changed = True
+            else:
+                changed = True
         if check_mode or not wait:
             return {'changed': changed, 'worker': summarize(worker), 'seconds': round(self.clock() - started, 3),
                     'msg': 'added %s as %s' % (url, worker_type) if changed else '%s is registered' % url}

@@ -13,6 +13,8 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (
+    DEFAULT_ROUTER_IMPLEMENTATION,
+    ROUTER_IMPLEMENTATIONS,
     credential_lines,
     router_args,
     worker_lines,
@@ -30,7 +32,7 @@ SERVER_MARKER = "# pdserve.sglang.sglang_server mode=%s"
 ROUTER_MARKER = "# pdserve.sglang.sglang_router"
 # What a unit runs, first in its env file as PDSERVE_<FIELD>: a new version, venv or model revision changes the file,
 # so the unit restarts and the restart plan names the field (module_utils/serving/restart_plan.py).
-FINGERPRINT_FIELDS = ("sglang", "sglang_router", "venv", "model")
+FINGERPRINT_FIELDS = ("sglang", "sglang_router", "smg", "venv", "model")
 # Settings whose values systemd expands specifiers in: a % of the value is written %%.
 SPECIFIER_SETTINGS = ("Description", "WorkingDirectory", "EnvironmentFile", "ReadWritePaths", "CacheDirectory",
                       "After", "Wants")
@@ -212,7 +214,8 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
     LoadCredential= and read by the launcher; never into the unit, the env file or a command line), tls_cert and
     tls_key (the PEM texts of the client port's certificate and key, when TLS is on: credentials too, whose paths the
     launcher hands the router), hf_hub_offline,
-    hf_endpoint, env, fingerprint (dict: sglang_router, venv), and the router flags of
+    hf_endpoint, env, fingerprint (dict: sglang_router or smg, venv), implementation (sglang-router or smg: the
+    launcher's --implementation), and the router flags of
     serving_cmdline.ROUTER_FLAGS/ROUTER_SWITCHES plus extra_args.
     """
     _guard(settings, "sglang_router_", "sglang-router.service")
@@ -223,7 +226,14 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         item["path"] = "%s/%s" % (credentials_dir, item["name"])
     config_dir = str(settings["config_dir"]).rstrip("/")
     workers_file = "%s/workers.json" % config_dir
-    # The launcher's own options name the credentials (never their values) and the worker set file; "--" ends them.
+    # The launcher's own options: the router implementation (sglang-router unless said), the credentials' names (never
+    # their values) and the worker set file; "--" ends them.
+    implementation = settings.get("implementation") or DEFAULT_ROUTER_IMPLEMENTATION
+    if implementation not in ROUTER_IMPLEMENTATIONS:
+        _refuse("sglang-router.service", "sglang_router_implementation", "is %r, not one of %s"
+                % (implementation, ", ".join(ROUTER_IMPLEMENTATIONS)))
+    if implementation != DEFAULT_ROUTER_IMPLEMENTATION:
+        launch += ["--implementation", implementation]
     launch += [word for item in credentials for word in (item["option"], item["name"])]
     launch += ["--workers-file", workers_file, "--"]
     lines = router_args(router, settings)

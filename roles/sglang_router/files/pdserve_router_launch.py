@@ -1,15 +1,17 @@
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Start sglang-router with its keys read from systemd credentials, never from a command line.
+"""Start the PD router with its keys read from systemd credentials, never from a command line.
 
-sglang-router 0.3.2 takes its keys only as flags (--api-key, --control-plane-api-keys), and a flag is readable by
-every local user in /proc/PID/cmdline, ps and systemctl status. The unit loads each key as a credential
-(LoadCredential=NAME:PATH of a root-only file); systemd hands the process a private copy under
-$CREDENTIALS_DIRECTORY. This launcher reads them and calls the router's Python entry point
-(sglang_router.launch_router: parse_router_args, launch_router) with the flags built in Python:
+sglang-router 0.3.2 and its successor smg 1.13 (the Shepherd Model Gateway) take their keys only as flags (--api-key,
+--control-plane-api-keys), and a flag is readable by every local user in /proc/PID/cmdline, ps and systemctl status.
+The unit loads each key as a credential (LoadCredential=NAME:PATH of a root-only file); systemd hands the process a
+private copy under $CREDENTIALS_DIRECTORY. This launcher reads them and calls the chosen router's Python entry point
+(sglang_router.launch_router or smg.launch_router: parse_router_args, launch_router; both take the same flags) with
+the flags built in Python:
 
-    python pdserve_router_launch.py [--api-key-credential NAME] [--control-plane-api-key-credential NAME] \
-        [--tls-cert-credential NAME --tls-key-credential NAME] [--workers-file PATH] -- ROUTER FLAGS...
+    python pdserve_router_launch.py [--implementation sglang-router|smg] [--api-key-credential NAME] \
+        [--control-plane-api-key-credential NAME] [--tls-cert-credential NAME --tls-key-credential NAME] \
+        [--workers-file PATH] -- ROUTER FLAGS...
 
 The TLS certificate and key of the client port are credentials too: the router reads files, so the launcher passes
 the path of systemd's private copy ($CREDENTIALS_DIRECTORY/NAME, readable by the router alone), never the key itself.
@@ -21,12 +23,15 @@ not from the unit: the role rewrites the file and registers or deregisters worke
 Installed by pdserve.sglang.sglang_router (root-owned, read-only); run by the router's own python.
 """
 import argparse
+import importlib
 import json
 import os
 import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-# id:name:role:key, as sglang-router parses it; admin may add and remove workers.
+# The Python package of each router implementation (its launch_router module has parse_router_args and launch_router).
+IMPLEMENTATIONS = {"sglang-router": "sglang_router", "smg": "smg"}
+# id:name:role:key, as sglang-router and smg parse it; admin may add and remove workers.
 CONTROL_PLANE_ENTRY = "pdserve:pdserve-operations:admin:%s"
 SECRET_FLAGS = ("--api-key", "--control-plane-api-keys")
 # Given by the launcher when TLS is on; the same flag on the command line as well would be ambiguous.
@@ -113,7 +118,9 @@ def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
     else:
         own, router = [], argv
     parser = argparse.ArgumentParser(prog="pdserve_router_launch", allow_abbrev=False,
-                                     description="sglang-router with its keys from systemd credentials")
+                                     description="the PD router with its keys from systemd credentials")
+    parser.add_argument("--implementation", choices=sorted(IMPLEMENTATIONS), default="sglang-router",
+                        help="the router package to start: sglang-router (sglang_router) or smg")
     parser.add_argument("--api-key-credential", metavar="NAME", help="credential holding the client key (--api-key)")
     parser.add_argument("--control-plane-api-key-credential", metavar="NAME",
                         help="credential holding the worker-management key (--control-plane-api-keys, role admin)")
@@ -158,20 +165,23 @@ def router_argv(options: argparse.Namespace, router: Sequence[str], environ: Map
     return argv
 
 
-def _launch(argv: List[str]) -> None:
-    from sglang_router.launch_router import launch_router, parse_router_args
-    launch_router(parse_router_args(argv))
+def _launch(argv: List[str], implementation: str = "sglang-router") -> None:
+    module = importlib.import_module("%s.launch_router" % IMPLEMENTATIONS[implementation])
+    module.launch_router(module.parse_router_args(argv))
 
 
 def main(argv: Optional[Sequence[str]] = None, environ: Optional[Dict[str, str]] = None,
-         launch: Callable[[List[str]], None] = _launch) -> int:
+         launch: Callable[..., None] = _launch) -> int:
     options, router = parse(sys.argv[1:] if argv is None else argv)
     try:
         args = router_argv(options, router, os.environ if environ is None else environ)
     except LaunchError as exc:
         sys.stderr.write("pdserve_router_launch: %s\n" % exc)
         return 2
-    launch(args)
+    if options.implementation == "sglang-router":
+        launch(args)
+    else:
+        launch(args, options.implementation)
     return 0
 
 

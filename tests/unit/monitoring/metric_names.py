@@ -44,16 +44,22 @@ def _text_list(name):
         return set(line.strip() for line in handle if line.strip() and not line.startswith("#"))
 
 
+def router_names(name):
+    """Every series name of a router's list (a histogram's base name adds _bucket, _sum and _count)."""
+    names = set()
+    for base in _text_list(name):
+        names.update([base, base + "_bucket", base + "_sum", base + "_count"])
+    return names
+
+
 def known():
     """{source: set of series names} of the pinned versions."""
     with open(os.path.join(LISTS, "sglang-0.5.23.json"), encoding="utf-8") as handle:
         sglang = set(s for m in json.load(handle)["metrics"].values() for s in m["series"])
-    router = set()
-    for base in _text_list("sglang-router-0.3.2.txt"):
-        router.update([base, base + "_bucket", base + "_sum", base + "_count"])
     return {
         "sglang 0.5.23": sglang,
-        "sglang-router 0.3.2": router,
+        "sglang-router 0.3.2": router_names("sglang-router-0.3.2.txt"),
+        "smg 1.13.0": router_names("smg-1.13.0.txt"),
         "dcgm-exporter 4.5.3-4.8.2": _text_list("dcgm-exporter-4.5.3-4.8.2.txt"),
         "prometheus-node-exporter 1.5.0": _text_list("node-exporter-1.5.0.txt"),
         "prometheus 2.42.0": _text_list("prometheus-2.42.0.txt"),

@@ -127,6 +127,15 @@ def test_every_metric_exists_in_the_pinned_versions():
     assert not missing, missing
 
 
+def test_every_router_metric_exists_behind_either_router_implementation():
+    """The monitoring's router rules and dashboard work behind sglang-router 0.3.2 and smg 1.13 alike
+    (sglang_router_implementation): every smg_* name they read is in both routers' lists, not only in one."""
+    used = set(n for _w, expr in EXPRS for n in metric_names.names(expr) if n.startswith("smg_"))
+    assert used
+    for listing in ("sglang-router-0.3.2.txt", "smg-1.13.0.txt"):
+        assert sorted(used - metric_names.router_names(listing)) == [], listing
+
+
 def test_the_emulator_serves_every_sglang_metric_used():
     import sys
     sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))

@@ -37,7 +37,8 @@ def test_the_defaults_are_read_as_yaml_reads_them(gen):
         "router_version": shared["sglang_router_version"], "torch_packages": install["sglang_install_torch_packages"],
         "nixl_source": install["sglang_install_nixl_source"], "nixl_package": install["sglang_install_nixl_package"],
         "nixl_version": install["sglang_install_nixl_version"], "extras": install["sglang_install_extras"],
-        "extra_packages": install["sglang_install_extra_packages"], "no_deps": install["sglang_install_no_deps"]}
+        "extra_packages": install["sglang_install_extra_packages"], "no_deps": install["sglang_install_no_deps"],
+        "router_smg_version": shared["sglang_router_smg_version"]}
 
 
 def test_the_shipped_inputs_are_the_pinned_set(gen, modules):
@@ -48,7 +49,9 @@ def test_the_shipped_inputs_are_the_pinned_set(gen, modules):
                                                      "sglang-router==%s" % defaults["router_version"],
                                                      "%s==%s" % (defaults["nixl_package"], defaults["nixl_version"])]
     assert no_deps == []
-    assert gen.asked(plan, defaults, "router") == (["sglang-router==%s" % defaults["router_version"]], [])
+    # The router's venv holds both router implementations; the servers' venv no smg.
+    assert gen.asked(plan, defaults, "router") == (["sglang-router==%s" % defaults["router_version"],
+                                                    "smg==%s" % defaults["router_smg_version"]], [])
     for python in gen.SHIPPED_PYTHONS:
         written = (gen.SHIPPED_DIR / ("servers-py%s.in" % python)).read_text().splitlines()[1:]
         assert written == resolved, "roles/sglang_install/files/locks is stale: run bash scripts/lock.sh"
@@ -75,7 +78,7 @@ def test_the_test_inventories_ask_for_what_their_scenarios_install(gen, modules)
     local = gen.settings_of(_variables(gen, "local"), defaults)
     assert gen.asked(plan, local, "servers") == (["sglang-router==0.3.2", "prometheus-client==0.26.0", "fastapi==0.165.0",
                                                   "uvicorn==0.54.0"], [])
-    assert gen.asked(plan, local, "router") == (["sglang-router==0.3.2"], [])
+    assert gen.asked(plan, local, "router") == (["sglang-router==0.3.2", "smg==1.13.0"], [])
 
 
 def test_every_test_inventory_points_at_its_wheelhouse_locks(gen):

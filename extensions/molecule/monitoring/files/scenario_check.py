@@ -106,6 +106,10 @@ def panels(args):
     after them, too few for rate(): give the next scrapes a few seconds."""
     with open(args.no_data, encoding="utf-8") as handle:
         declared = json.load(handle)
+    # A declaration may hold behind one router implementation only (its "implementations"): behind the others the
+    # panel must return data.
+    implementation = getattr(args, "router_implementation", None) or "sglang-router"
+    declared = [d for d in declared if implementation in d.get("implementations", [implementation])]
     deadline = time.monotonic() + args.timeout
     while True:
         result = panel_queries.check(args.dashboards, args.prometheus, declared)
@@ -179,7 +183,8 @@ def everything(args):
         ("traffic", traffic, dict(router=args.router, prefill=args.prefill, decode=args.decode, requests=args.requests,
                                   concurrency=4, seconds=90)),
         ("counters", counters, dict(prometheus=args.prometheus, timeout=30)),
-        ("panels", panels, dict(prometheus=args.prometheus, dashboards=args.dashboards, no_data=args.no_data, timeout=30)),
+        ("panels", panels, dict(prometheus=args.prometheus, dashboards=args.dashboards, no_data=args.no_data, timeout=30,
+                                router_implementation=args.router_implementation)),
         ("node_names", names, dict(url="http://127.0.0.1:9100/metrics", prefix="node", sources=args.sources,
                                    output=os.path.join(args.scrapes, "node.txt"))),
         ("prometheus_names", names, dict(url=args.prometheus + "/metrics", prefix="prometheus", sources=args.sources,
@@ -213,6 +218,8 @@ def main(argv=None):
     p.add_argument("--prometheus", required=True)
     p.add_argument("--dashboards", required=True)
     p.add_argument("--no-data", required=True)
+    p.add_argument("--router-implementation", default="sglang-router",
+                   help="sglang_router_implementation of the stack (no-data declarations may name theirs)")
     p.add_argument("--timeout", type=float, default=30)
     p = sub.add_parser("names")
     p.add_argument("--url", required=True)
@@ -233,6 +240,8 @@ def main(argv=None):
     p.add_argument("--prometheus", required=True)
     p.add_argument("--dashboards", required=True)
     p.add_argument("--no-data", required=True)
+    p.add_argument("--router-implementation", default="sglang-router",
+                   help="sglang_router_implementation of the stack (no-data declarations may name theirs)")
     p.add_argument("--scrapes", required=True)
     p.add_argument("--unit", required=True)
     p.add_argument("--rules", required=True)

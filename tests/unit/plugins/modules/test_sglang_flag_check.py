@@ -193,3 +193,35 @@ def test_router_parser_rejects_an_unknown_extra_flag(run):
                           "command_lines": lines(("router", _router_argv(extra_args=["--health-check-intervall", "5"])))})
     assert failed
     assert result["results"][0]["suggestion"] == "--health-check-interval-secs", result["results"][0]
+
+
+# --- router_implementation=smg: the real smg 1.13.0 installed beside sglang-router, its own parser ---
+
+def test_smg_parser_accepts_every_flag_the_collection_renders(run):
+    result, failed = run({"python": sys.executable, "parser": "router", "router_implementation": "smg",
+                          "command_lines": lines(("router", _router_argv()),
+                                                 ("switches", _router_argv(disable_circuit_breaker=True,
+                                                                           disable_retries=True)))})
+    assert not failed, result
+    # The distribution's version (smg 1.13.0's smg.version module still says 1.1.0).
+    assert result["sglang_version"] == "1.13.0"
+    assert "smg 1.13.0 accepts all 2 command line(s)" == result["msg"]
+
+
+def test_smg_parser_rejects_a_bad_policy_with_a_suggestion(run):
+    result, failed = run({"python": sys.executable, "parser": "router", "router_implementation": "smg",
+                          "command_lines": lines(("router", _router_argv(policy="cache-aware")))})
+    assert failed
+    entry = result["results"][0]
+    assert entry["flag"] == "--policy" and entry["suggestion"] == "cache_aware", entry
+    assert result["msg"].startswith("smg 1.13.0 rejects 1 of 1 command line(s): router: argument --policy")
+
+
+def test_each_implementation_judges_by_its_own_parser(run):
+    """A flag only smg knows (worker overload protection) passes smg's parser and fails sglang-router's: the check asks the chosen one."""
+    argv = _router_argv(extra_args=["--worker-overload-protection"])
+    smg, smg_failed = run({"python": sys.executable, "parser": "router", "router_implementation": "smg",
+                           "command_lines": lines(("router", argv))})
+    old, old_failed = run({"python": sys.executable, "parser": "router", "command_lines": lines(("router", argv))})
+    assert not smg_failed, smg
+    assert old_failed and old["results"][0]["flag"] == "--worker-overload-protection", old

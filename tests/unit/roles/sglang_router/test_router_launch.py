@@ -191,3 +191,42 @@ def test_workers_on_the_command_line_beside_the_worker_set_file_are_refused(tmp_
     rc, launched = run(["--workers-file", write_workers(tmp_path, WORKER_SET), "--"] + FLAGS, {})
     assert (rc, launched) == (2, [])
     assert "keep them in one place" in capsys.readouterr().err
+
+
+def test_the_implementation_option_picks_the_package_and_is_not_a_router_flag(credentials):
+    calls = []
+    rc = L.main(["--implementation", "smg"] + OPTIONS + ["--"] + FLAGS, credentials,
+                launch=lambda argv, implementation="sglang-router": calls.append((implementation, argv)))
+    assert rc == 0
+    assert calls == [("smg", FLAGS + ["--api-key", "client-key-1",
+                                      "--control-plane-api-keys", "pdserve:pdserve-operations:admin:admin-key-2"])]
+
+
+def test_launch_imports_the_chosen_package(monkeypatch):
+    import sys
+    import types
+    seen = []
+    for package in ("sglang_router", "smg"):
+        fake = types.ModuleType(package + ".launch_router")
+        fake.parse_router_args = lambda argv, package=package: (package, argv)
+        fake.launch_router = seen.append
+        monkeypatch.setitem(sys.modules, package + ".launch_router", fake)
+    L._launch(["--pd-disaggregation"])
+    L._launch(["--pd-disaggregation"], "smg")
+    assert seen == [("sglang_router", ["--pd-disaggregation"]), ("smg", ["--pd-disaggregation"])]
+
+
+def test_an_unknown_implementation_is_refused():
+    with pytest.raises(SystemExit):
+        L.main(["--implementation", "vllm-router", "--"] + FLAGS, {}, launch=lambda *a: None)
+
+
+def test_the_built_arguments_are_what_smg_parses(credentials):
+    from smg.launch_router import parse_router_args
+    calls = []
+    L.main(["--implementation", "smg"] + OPTIONS + ["--"] + FLAGS + ["--host", "127.0.0.1"], credentials,
+           launch=lambda argv, implementation: calls.append(argv))
+    parsed = parse_router_args(calls[0])
+    assert parsed.api_key == "client-key-1"
+    assert parsed.control_plane_api_keys == [("pdserve", "pdserve-operations", "admin-key-2", "admin")]
+    assert parsed.pd_disaggregation and parsed.decode_urls == ["http://127.0.0.1:30002"]

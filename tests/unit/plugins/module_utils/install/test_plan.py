@@ -484,3 +484,13 @@ def test_up_to_date_only_when_account_directories_venv_and_every_pin_are_in_plac
     build_paths = dict(host["paths"], **{"/opt/sglang/build": builder_dir, "/opt/sglang/libexec": host["paths"]["/opt/sglang"]})
     built = judge(facts=dict(with_builder, paths=build_paths), kernel_builds=builds, create_user=True)
     assert built["up_to_date"], (built["directories_to_fix"], built["conversions"], built["pins_met"])
+
+
+def test_router_profile_installs_both_router_implementations_and_servers_neither_smg():
+    s = P.profile(PROFILE_SETTINGS, "router", "/opt/sglang/router-venv", "0.3.2", "1.13.0")
+    assert s["router_smg_version"] == "1.13.0"
+    assert P.pip_requirements(s, "none")["packages"] == ["sglang-router==0.3.2", "smg==1.13.0"]
+    servers = P.profile(dict(PROFILE_SETTINGS, router_version="0.3.2"), "servers", "/opt/sglang/router-venv", "0.3.2",
+                        "1.13.0")
+    assert not any(r.startswith("smg") for r in P.pip_requirements(servers, "none")["all"])
+    assert F.install_profile(SETTINGS, "router", "/r", "0.3.2", "1.13.0")["router_smg_version"] == "1.13.0"

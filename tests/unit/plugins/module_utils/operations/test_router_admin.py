@@ -141,3 +141,13 @@ def test_a_router_that_does_not_list_workers_is_an_error(router):
     fake = router()
     with pytest.raises(ra.RouterError, match='did not list its workers'):
         ra.RouterAdmin(HttpClient(timeout=5), fake.url + '/nope').listing()
+
+
+def test_a_registration_already_in_progress_is_smgs_own_job_not_a_refusal():
+    """smg 1.13 answers 409 to a POST /workers for a URL its own job is still checking; it is waited for, not failed."""
+    class Answer(object):
+        def __init__(self, status, text):
+            self.status, self.text = status, text
+    assert ra.registering(Answer(409, "{\"error\":\"Worker creation already in progress for URL 'http://d:1' with ID x\"}"))
+    assert not ra.registering(Answer(409, '{"error": "conflict"}'))
+    assert not ra.registering(Answer(202, 'already in progress'))

@@ -177,3 +177,10 @@ def test_nothing_more_for_single_host_units_or_nodes_that_restart_anyway():
     everywhere = dict((h, ["sglang-prefill-0.service"]) for h in "abc")
     assert rp.instance_restarts(_spanning_topology(), everywhere) == {}
     assert rp.instance_restarts(_spanning_topology(), {}) == {}
+
+
+def test_a_switch_of_the_router_implementation_is_named_by_the_fingerprint():
+    before = "PDSERVE_SGLANG_ROUTER=0.3.2\nPDSERVE_VENV=/opt/sglang/router-venv\n"
+    after = "PDSERVE_SMG=1.13.0\nPDSERVE_VENV=/opt/sglang/router-venv\n"
+    reasons = rp.unit_reasons("[Service]\nExecStart=a\n", "[Service]\nExecStart=a --implementation smg\n", before, after)
+    assert reasons[:2] == ["fingerprint sglang-router 0.3.2 -> (none)", "fingerprint smg (none) -> 1.13.0"]

@@ -933,3 +933,23 @@ def test_the_role_defaults_pass_the_judgement():
     from ansible_collections.pdserve.sglang.plugins.module_utils.serving import rules as R
     assert R.unit_problems("h", "server", server_settings()) == []
     assert R.unit_problems("h", "router", router_settings(api_key="k", hf_endpoint="https://hf.example")) == []
+
+
+def test_router_unit_behind_smg_names_it_to_the_launcher_and_in_the_fingerprint(inventory):
+    router, workers = blackwell_router(inventory)
+    default = U.router_unit(router, workers, router_settings(
+        fingerprint={"sglang_router": "0.3.2", "smg": "", "venv": "/opt/sglang/router-venv"}))
+    smg = U.router_unit(router, workers, router_settings(
+        implementation="smg", fingerprint={"sglang_router": "", "smg": "1.13.0", "venv": "/opt/sglang/router-venv"}))
+    assert "--implementation" not in default["unit_text"]
+    exec_start = [line for line in smg["unit_text"].splitlines() if line.startswith("ExecStart=")][0]
+    assert '"--implementation" "smg"' in exec_start and exec_start.index("--implementation") < exec_start.index('"--"')
+    assert env_pairs(smg["env_text"])[:2] == [("PDSERVE_SMG", "1.13.0"), ("PDSERVE_VENV", "/opt/sglang/router-venv")]
+    # The router's own flags (and what the flag check parses) are the same for both.
+    assert smg["argv_lines"] == default["argv_lines"] and smg["check_lines"] == default["check_lines"]
+
+
+def test_router_unit_refuses_an_unknown_implementation(inventory):
+    router, workers = blackwell_router(inventory)
+    with pytest.raises(U.UnitValueError, match="sglang_router_implementation"):
+        U.router_unit(router, workers, router_settings(implementation="vllm-router"))
