@@ -360,6 +360,20 @@ class PDStack:
 
 # ---- small OpenAI client helpers (stdlib only) -------------------------------------------------
 
+def call(url, method="GET", key=None, body=None):
+    """(status, body text) of one request with an optional bearer key and JSON body; HTTP errors are answers too."""
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers, method=method),
+                                    timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
 def post_json(url, body, timeout=30.0, headers=None):
     """POST JSON; returns (status, parsed body or text, response headers)."""
     data = json.dumps(body).encode()

@@ -7,8 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -23,15 +21,7 @@ from module_runner import run_module  # noqa: E402  pylint: disable=wrong-import
 
 
 def call(url, method="GET", key=None, body=None):
-    headers = {"Content-Type": "application/json"}
-    if key:
-        headers["Authorization"] = "Bearer " + key
-    data = json.dumps(body).encode() if body is not None else None
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers, method=method), timeout=30) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
+    return stack.call(url, method, key, body)[0]
 
 
 @pytest.fixture(scope="module")

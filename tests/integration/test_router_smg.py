@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 
 import pytest
@@ -40,17 +39,7 @@ MONITORED = ("smg_http_requests_total", "smg_http_responses_total", "smg_router_
              "smg_worker_cb_state", "smg_worker_health_checks_total", "smg_worker_pool_size")
 
 
-def call(url, method="GET", key=None, body=None):
-    headers = {"Content-Type": "application/json"}
-    if key:
-        headers["Authorization"] = "Bearer " + key
-    data = json.dumps(body).encode() if body is not None else None
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers, method=method),
-                                    timeout=30) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+call = stack.call
 
 
 @pytest.fixture(scope="module")
