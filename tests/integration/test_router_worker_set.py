@@ -124,8 +124,8 @@ def test_a_router_just_started_with_a_server_still_loading_is_reconciled_at_once
                            timeout=60)
         assert out["deregistered"] == []
         # Any of them, the healthy prefill too: the router may answer before its own start-up job listed it.
-        assert set(w["url"] for w in out["registered"]) <= set([servers["prefill"].url, servers["decode-0"].url,
-                                                                 loading.url])
+        wanted = set([servers["prefill"].url, servers["decode-0"].url, loading.url])
+        assert set(w["url"] for w in out["registered"]) <= wanted
         expected = sorted([("prefill", servers["prefill"].url, True), ("decode", servers["decode-0"].url, True),
                            ("decode", loading.url, True)])
         assert listed(router) == expected
