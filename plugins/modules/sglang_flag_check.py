@@ -199,9 +199,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
 
-# The Python package of each router implementation (module_utils/serving/cmdline.py's ROUTER_IMPLEMENTATIONS; this
-# module runs on the target without the collection's module_utils).
-ROUTER_PACKAGES = {"sglang-router": "sglang_router", "smg": "smg"}
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import ROUTER_IMPLEMENTATIONS
 
 # Runs inside the SGLang venv (python -I -c CHECKER), reads the request as JSON on stdin and prints one
 # JSON document on stdout. Anything SGLang prints while importing goes to stderr.
@@ -333,7 +331,7 @@ def main():
         argument_spec=dict(
             python=dict(type="path", required=True),
             parser=dict(type="str", choices=["server", "router"], default="server"),
-            router_implementation=dict(type="str", choices=["sglang-router", "smg"], default="sglang-router"),
+            router_implementation=dict(type="str", choices=sorted(ROUTER_IMPLEMENTATIONS), default="sglang-router"),
             command_lines=dict(
                 type="list",
                 elements="dict",
@@ -361,7 +359,7 @@ def main():
     implementation = module.params["router_implementation"]
     request = json.dumps({"command_lines": command_lines, "pythonpath": module.params["pythonpath"],
                           "parser": module.params["parser"], "router_distribution": implementation,
-                          "router_package": ROUTER_PACKAGES[implementation]})
+                          "router_package": ROUTER_IMPLEMENTATIONS[implementation]})
     environ = dict((k, to_text(v)) for k, v in module.params["environment"].items())
     args = [python, "-I", "-c", CHECKER]
     timeout = module.params["timeout"]

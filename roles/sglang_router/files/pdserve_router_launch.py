@@ -30,6 +30,7 @@ import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 # The Python package of each router implementation (its launch_router module has parse_router_args and launch_router).
+# This file runs on the host without the collection: serving/cmdline.py's ROUTER_IMPLEMENTATIONS is held equal by a test.
 IMPLEMENTATIONS = {"sglang-router": "sglang_router", "smg": "smg"}
 # id:name:role:key, as sglang-router and smg parse it; admin may add and remove workers.
 CONTROL_PLANE_ENTRY = "pdserve:pdserve-operations:admin:%s"
@@ -165,23 +166,20 @@ def router_argv(options: argparse.Namespace, router: Sequence[str], environ: Map
     return argv
 
 
-def _launch(argv: List[str], implementation: str = "sglang-router") -> None:
+def _launch(argv: List[str], implementation: str) -> None:
     module = importlib.import_module("%s.launch_router" % IMPLEMENTATIONS[implementation])
     module.launch_router(module.parse_router_args(argv))
 
 
 def main(argv: Optional[Sequence[str]] = None, environ: Optional[Dict[str, str]] = None,
-         launch: Callable[..., None] = _launch) -> int:
+         launch: Callable[[List[str], str], None] = _launch) -> int:
     options, router = parse(sys.argv[1:] if argv is None else argv)
     try:
         args = router_argv(options, router, os.environ if environ is None else environ)
     except LaunchError as exc:
         sys.stderr.write("pdserve_router_launch: %s\n" % exc)
         return 2
-    if options.implementation == "sglang-router":
-        launch(args)
-    else:
-        launch(args, options.implementation)
+    launch(args, options.implementation)
     return 0
 
 

@@ -25,7 +25,7 @@ def credentials(tmp_path):
 
 def run(argv, environ):
     launched = []
-    rc = L.main(argv, environ, launch=launched.append)
+    rc = L.main(argv, environ, launch=lambda args, implementation: launched.append(args))
     return rc, launched
 
 
@@ -196,10 +196,16 @@ def test_workers_on_the_command_line_beside_the_worker_set_file_are_refused(tmp_
 def test_the_implementation_option_picks_the_package_and_is_not_a_router_flag(credentials):
     calls = []
     rc = L.main(["--implementation", "smg"] + OPTIONS + ["--"] + FLAGS, credentials,
-                launch=lambda argv, implementation="sglang-router": calls.append((implementation, argv)))
+                launch=lambda argv, implementation: calls.append((implementation, argv)))
     assert rc == 0
     assert calls == [("smg", FLAGS + ["--api-key", "client-key-1",
                                       "--control-plane-api-keys", "pdserve:pdserve-operations:admin:admin-key-2"])]
+
+
+def test_without_the_option_the_launcher_starts_sglang_router(credentials):
+    calls = []
+    assert L.main(OPTIONS + ["--"] + FLAGS, credentials, launch=lambda argv, implementation: calls.append(implementation)) == 0
+    assert calls == ["sglang-router"]
 
 
 def test_launch_imports_the_chosen_package(monkeypatch):
@@ -211,7 +217,7 @@ def test_launch_imports_the_chosen_package(monkeypatch):
         fake.parse_router_args = lambda argv, package=package: (package, argv)
         fake.launch_router = seen.append
         monkeypatch.setitem(sys.modules, package + ".launch_router", fake)
-    L._launch(["--pd-disaggregation"])
+    L._launch(["--pd-disaggregation"], "sglang-router")
     L._launch(["--pd-disaggregation"], "smg")
     assert seen == [("sglang_router", ["--pd-disaggregation"]), ("smg", ["--pd-disaggregation"])]
 
@@ -230,3 +236,8 @@ def test_the_built_arguments_are_what_smg_parses(credentials):
     assert parsed.api_key == "client-key-1"
     assert parsed.control_plane_api_keys == [("pdserve", "pdserve-operations", "admin-key-2", "admin")]
     assert parsed.pd_disaggregation and parsed.decode_urls == ["http://127.0.0.1:30002"]
+
+
+def test_the_launcher_knows_the_implementations_the_units_render():
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import ROUTER_IMPLEMENTATIONS
+    assert L.IMPLEMENTATIONS == ROUTER_IMPLEMENTATIONS
