@@ -206,6 +206,8 @@ def ready_line(endpoint):
             else:
                 parts.append("%s %s" % (kind, value))
         line += " (workers: %s)" % ", ".join(parts)
+    if endpoint.get("registered"):
+        line += "; registered once up: %s" % ", ".join(endpoint["registered"])
     return line
 
 

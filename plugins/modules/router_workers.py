@@ -126,7 +126,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.common_args import module_client, router_argument_spec
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import RouterAdmin, RouterError
-from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_set import reconcile
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_set import reconcile, wanted_workers
 
 
 def argument_spec():
@@ -140,27 +140,6 @@ def argument_spec():
         drain_timeout=dict(type='float', default=300),
     )
     return spec
-
-
-def wanted_workers(workers):
-    """[{url, worker_type, bootstrap_port}] of the workers option, or (None, why not)."""
-    unknown = sorted(set(workers) - set(('prefill', 'decode')))
-    if unknown:
-        return None, 'workers takes prefill and decode, not %s' % ', '.join(map(str, unknown))
-    wanted = []
-    for kind in ('prefill', 'decode'):
-        entries = workers.get(kind) or []
-        if not isinstance(entries, list) or not entries:
-            return None, 'workers.%s must list at least one worker: the router would fail every request' % kind
-        for entry in entries:
-            url = entry.get('url') if isinstance(entry, dict) else None
-            if not isinstance(url, str) or not url.startswith(('http://', 'https://')):
-                return None, 'a %s worker has no http:// or https:// url: %r' % (kind, entry)
-            port = entry.get('bootstrap_port') if kind == 'prefill' else None
-            if kind == 'prefill' and (isinstance(port, bool) or not isinstance(port, int)):
-                return None, 'prefill worker %s needs its bootstrap_port (an integer), got %r' % (url, port)
-            wanted.append({'url': url, 'worker_type': kind, 'bootstrap_port': port})
-    return wanted, None
 
 
 def run_module(module, admin=None, client=None):

@@ -19,6 +19,10 @@ description:
   - A router (I(kind=router)) is ready when C(GET /workers) lists at least I(expected_prefill) healthy
     prefill and I(expected_decode) healthy decode workers and a real chat completion through it
     answers 200.
+  - Given the router's I(workers), a worker of them that answers C(GET /health) with 200 but that the router does not
+    list yet is registered at once (C(POST /workers)), as M(pdserve.sglang.router_workers) would. A router started
+    while its servers loaded retries them with pauses that grow to 5 seconds (sglang-router 0.3.2), and would
+    otherwise serve up to that long after it could. The module then reports C(changed).
   - When an endpoint names a systemd I(unit) that is failed, inactive or not found, or a I(pid) that is
     gone, the module fails at once instead of waiting out the timeout, with the unit state and its
     last journal lines.
@@ -77,6 +81,13 @@ options:
         description:
           - Router only. Model name for the test request; by default the first entry of C(GET /v1/models).
         type: str
+      workers:
+        description:
+          - Router only. The worker set it should serve, as M(pdserve.sglang.router_workers) takes it
+            (C(prefill) and C(decode) lists of C(url), and C(bootstrap_port) for a prefill worker). A worker of it
+            that is healthy but not listed is registered; none is ever deregistered here.
+        type: dict
+        version_added: 0.4.0
       timeout:
         description:
           - Seconds this endpoint may take, counted from the start like O(timeout), which it replaces for this endpoint
@@ -112,7 +123,7 @@ attributes:
   platform:
     platforms: posix
 notes:
-  - The module never changes anything; it always reports C(changed=false).
+  - The module changes nothing but the router's worker list, and only with I(workers) (see above); in check mode never.
   - SGLang's C(/health_generate) looks for the engine's answer once a second, so on a real PD server
     the generation probe adds about a second to the detection latency; I(generate=false) trades that
     check for speed.
@@ -203,6 +214,12 @@ endpoints:
       description: Why waiting stopped early for this endpoint.
       type: str
       returned: when the unit or process is gone
+    registered:
+      description: Router only. The URLs of its workers this wait registered (healthy, not listed yet).
+      type: list
+      elements: str
+      returned: when it registered one
+      sample: ["http://10.0.0.12:30002"]
 elapsed:
   description: Seconds the module waited in total.
   returned: always
@@ -222,6 +239,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readines
     Waiter,
     failure_message,
 )
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_set import wanted_workers
 
 
 def argument_spec():
@@ -239,6 +257,7 @@ def argument_spec():
                 expected_decode=dict(type='int', default=1),
                 model=dict(type='str'),
                 timeout=dict(type='float'),
+                workers=dict(type='dict'),
             ),
         ),
         timeout=dict(type='float', default=900),
@@ -266,6 +285,13 @@ def validate_params(module):
             module.fail_json(msg='endpoint timeout must be greater than 0, got %s (%s)' % (item['timeout'], item['url']))
         if item['pid'] is not None and item['pid'] <= 0:
             module.fail_json(msg='pid must be a positive process id, got %s (%s)' % (item['pid'], item['url']))
+        if item['workers'] is not None:
+            if item['kind'] != 'router':
+                module.fail_json(msg='workers is for a router endpoint, not %s (%s)' % (item['kind'], item['url']))
+            wanted, problem = wanted_workers(item['workers'])
+            if problem:
+                module.fail_json(msg='%s: %s' % (item['url'], problem))
+            item['workers'] = wanted
         name = Endpoint.from_option(item).name
         if name in names:
             module.fail_json(msg='endpoint name %r appears twice: give each endpoint its own name' % name)
@@ -301,7 +327,8 @@ def run_module(module):
                          elapsed=round(waiter.elapsed, 3),
                          msg='check mode: one read-only probe, no waiting')
     states, outcome = waiter.run()
-    result = dict(changed=False, endpoints=[s.as_dict() for s in states], elapsed=round(waiter.elapsed, 3))
+    result = dict(changed=any(s.registered for s in states), endpoints=[s.as_dict() for s in states],
+                  elapsed=round(waiter.elapsed, 3))
     if outcome != 'ready':
         module.fail_json(msg=failure_message(states, outcome, params['timeout']), **result)
     module.exit_json(msg='all %d endpoints ready in %.2fs' % (len(states), waiter.elapsed), **result)

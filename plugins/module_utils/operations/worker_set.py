@@ -33,6 +33,27 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_a
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_metrics import IdleWaiter, MetricsError
 
 
+def wanted_workers(workers):
+    """[{url, worker_type, bootstrap_port}] of the workers option, or (None, why not)."""
+    unknown = sorted(set(workers) - set(('prefill', 'decode')))
+    if unknown:
+        return None, 'workers takes prefill and decode, not %s' % ', '.join(map(str, unknown))
+    wanted = []
+    for kind in ('prefill', 'decode'):
+        entries = workers.get(kind) or []
+        if not isinstance(entries, list) or not entries:
+            return None, 'workers.%s must list at least one worker: the router would fail every request' % kind
+        for entry in entries:
+            url = entry.get('url') if isinstance(entry, dict) else None
+            if not isinstance(url, str) or not url.startswith(('http://', 'https://')):
+                return None, 'a %s worker has no http:// or https:// url: %r' % (kind, entry)
+            port = entry.get('bootstrap_port') if kind == 'prefill' else None
+            if kind == 'prefill' and (isinstance(port, bool) or not isinstance(port, int)):
+                return None, 'prefill worker %s needs its bootstrap_port (an integer), got %r' % (url, port)
+            wanted.append({'url': url, 'worker_type': kind, 'bootstrap_port': port})
+    return wanted, None
+
+
 def plan(listing, wanted):
     """{register: [wanted entries], deregister: [router entries]} for a GET /workers answer and the wanted set.
 

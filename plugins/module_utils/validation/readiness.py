@@ -14,7 +14,10 @@ A server is ready when ``GET /health`` answers 200 and it can generate:
   engine produced it. The real end-to-end generation of a PD stack happens through the router.
 
 A router is ready when ``GET /workers`` lists at least the expected healthy prefill and decode
-workers and a real chat completion through it answers 200 with a choice.
+workers and a real chat completion through it answers 200 with a choice. Given the worker set it should serve, the
+wait registers a worker that answers ``/health`` but is not listed yet (``POST /workers``): a router started while
+its servers loaded retries them with pauses that grow to 5 s (sglang-router 0.3.2), so it would serve up to 5 s after
+it could. The router's own retry then ends with "already exists" (``operations/worker_set.py``).
 
 Endpoints are waited for in parallel threads. A ``pid`` that is gone, or a systemd ``unit``
 that is failed or inactive, ends the wait at once with the unit state and its last journal lines.
@@ -26,6 +29,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient, excerpt, join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import add_payload, find_worker, registering
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import count_workers, diagnose_http_failure
 
 ROUTER_PROMPT = 'What is 17*23? Number only.'
@@ -40,8 +44,10 @@ class Endpoint(object):
     """One thing to wait for."""
 
     def __init__(self, url, kind='server', name=None, unit=None, pid=None,
-                 expected_prefill=1, expected_decode=1, model=None, timeout=None):
+                 expected_prefill=1, expected_decode=1, model=None, timeout=None, workers=None):
         self.url = url.rstrip('/')
+        # Router only: [{url, worker_type, bootstrap_port}] it should serve; a healthy one it does not list is registered.
+        self.workers = list(workers or [])
         # Seconds this endpoint may take; None: the Waiter's timeout.
         self.timeout = float(timeout) if timeout is not None else None
         self.kind = kind
@@ -58,7 +64,7 @@ class Endpoint(object):
                    unit=item.get('unit'), pid=item.get('pid'),
                    expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
                    expected_decode=item.get('expected_decode', 1) if item.get('expected_decode') is not None else 1,
-                   model=item.get('model'), timeout=item.get('timeout'))
+                   model=item.get('model'), timeout=item.get('timeout'), workers=item.get('workers'))
 
 
 class EndpointState(object):
@@ -76,6 +82,9 @@ class EndpointState(object):
         self.attempts = 0
         self.next_generation_at = 0.0
         self.generation_backoff = 0.0
+        # Whether this wait may register the endpoint's missing workers (not in check mode), and the URLs it did.
+        self.register_missing = False
+        self.registered = []
 
     def as_dict(self) -> Dict[str, Any]:
         ep = self.endpoint
@@ -97,6 +106,8 @@ class EndpointState(object):
             out['journal'] = self.journal
         if self.fatal:
             out['failure'] = self.fatal
+        if self.registered:
+            out['registered'] = list(self.registered)
         return out
 
 
@@ -264,6 +275,8 @@ def probe_router(client: HttpClient, state: "EndpointState", generate: bool, dea
         enough = sum(c['healthy'] for c in counts.values()) > 0
     if not enough:
         state.last_status = 'GET /workers: ' + ', '.join(short)
+        if state.register_missing:
+            register_ready_workers(client, state, data, timeout)
         return False
     if not generate:
         state.last_status = 'GET /workers: ' + ', '.join(short)
@@ -300,6 +313,24 @@ def probe_router(client: HttpClient, state: "EndpointState", generate: bool, dea
         state.last_status = chat.summary('/v1/chat/completions')
     _generation_failed(state, clock(), interval)
     return False
+
+
+def register_ready_workers(client: HttpClient, state: "EndpointState", listing: Dict[str, Any], timeout: float) -> None:
+    """POST /workers for each of the router's workers that answers /health with 200 but is not listed (a worker
+    being added, type unknown, counts as listed). One still loading is left to a later probe."""
+    ep = state.endpoint
+    for entry in ep.workers:
+        if entry['url'] in state.registered or find_worker(listing, entry['url']) is not None:
+            continue
+        if client.get(join_url(entry['url'], '/health'), timeout=min(timeout, 5.0)).status != 200:
+            continue
+        payload = add_payload(entry['url'], entry['worker_type'], entry.get('bootstrap_port'), api_key=client.api_key)
+        answer = client.post_json(join_url(ep.url, '/workers'), payload, timeout=timeout, control_plane=True)
+        if answer.status in (200, 201, 202):
+            state.registered.append(entry['url'])
+        elif not registering(answer):
+            # smg answers 409 while its own job checks the worker; anything else is worth showing while waiting.
+            state.last_status = 'registering %s: %s' % (entry['url'], answer.summary('/workers'))
 
 
 PROBES = {'server': probe_server, 'router': probe_router}
@@ -398,6 +429,7 @@ class Waiter(object):
         self.started = self.clock()
         threads = []
         for state in self.states:
+            state.register_missing = bool(state.endpoint.workers)
             deadline = self.started + self.timeout_of(state.endpoint)
             thread = threading.Thread(target=self._watch, args=(state, deadline),
                                       name='wait_ready:%s' % state.endpoint.name)

@@ -80,6 +80,13 @@ def test_url_required_in_each_endpoint(run):
     ({'endpoints': [{'url': 'http://a:1', 'kind': 'router', 'expected_decode': -1}]}, 'must not be negative'),
     ({'endpoints': [{'url': 'http://a:1', 'pid': 0}]}, 'pid must be a positive process id'),
     ({'endpoints': [{'url': 'http://a:1', 'name': 'x'}, {'url': 'http://b:1', 'name': 'x'}]}, "name 'x' appears twice"),
+    ({'endpoints': [{'url': 'http://a:1', 'workers': {'decode': [{'url': 'http://d:1'}]}}]},
+     'workers is for a router endpoint, not server'),
+    ({'endpoints': [{'url': 'http://a:1', 'kind': 'router', 'workers': {'decode': [{'url': 'http://d:1'}]}}]},
+     'workers.prefill must list at least one worker'),
+    ({'endpoints': [{'url': 'http://a:1', 'kind': 'router',
+                     'workers': {'prefill': [{'url': 'http://p:1'}], 'decode': [{'url': 'http://d:1'}]}}]},
+     'prefill worker http://p:1 needs its bootstrap_port'),
 ])
 def test_invalid_values(args, message, run):
     base = {'endpoints': [{'url': 'http://127.0.0.1:9'}]}

@@ -27,6 +27,7 @@ class FakeClient(object):
     """Answers from a table: (method, path) -> (status, json body) or a callable returning one."""
 
     timeout = 5.0
+    api_key = 'router-key'
 
     def __init__(self, routes):
         self.routes = routes
@@ -186,6 +187,78 @@ def test_router_ready_after_a_real_chat():
     chat = [c for c in client.calls if c[1] == '/v1/chat/completions'][0]
     assert chat[2]['model'] == 'deepseek-v4-flash'
     assert state.details['workers']['decode'] == {'healthy': 1, 'total': 1}
+
+
+WANTED = [{'url': 'http://p:1', 'worker_type': 'prefill', 'bootstrap_port': 8998},
+          {'url': 'http://d:1', 'worker_type': 'decode', 'bootstrap_port': None}]
+
+
+def registering_probe(client, register=True):
+    state = rd.EndpointState(rd.Endpoint('http://h:1', kind='router', workers=WANTED))
+    state.register_missing = register
+    return rd.probe_router(client, state, True, deadline=1e12, interval=0.25), state
+
+
+def test_router_registers_a_worker_that_is_up_but_not_listed_once():
+    only_prefill = {'workers': [WORKERS['workers'][0]]}
+    client = FakeClient({('GET', '/workers'): (200, only_prefill), ('GET', '/health'): (200, b''),
+                         ('POST', '/workers'): (202, {'status': 'accepted'})})
+    ok, state = registering_probe(client)
+    assert ok is False
+    posts = [c for c in client.calls if c[:2] == ('POST', '/workers')]
+    # Only the missing decode worker, with its type and the key the router presents to it, on the control plane.
+    assert [c[2] for c in posts] == [{'url': 'http://d:1', 'worker_type': 'decode', 'api_key': 'router-key'}]
+    assert ('workers', True) in client.planes
+    assert state.registered == ['http://d:1']
+    assert state.as_dict()['registered'] == ['http://d:1']
+    rd.probe_router(client, state, True, deadline=1e12, interval=0.25)
+    assert len([c for c in client.calls if c[:2] == ('POST', '/workers')]) == 1
+
+
+def test_router_leaves_a_worker_still_loading_to_a_later_probe():
+    only_prefill = {'workers': [WORKERS['workers'][0]]}
+    client = FakeClient({('GET', '/workers'): (200, only_prefill), ('GET', '/health'): (503, b''),
+                         ('POST', '/workers'): (202, {'status': 'accepted'})})
+    _ok, state = registering_probe(client)
+    assert ('POST', '/workers') not in [c[:2] for c in client.calls]
+    assert state.registered == [] and 'registered' not in state.as_dict()
+
+
+def test_router_counts_a_worker_being_added_as_listed_and_smg_409_as_its_own_job():
+    adding = {'workers': [WORKERS['workers'][0], {'url': 'http://d:1', 'worker_type': 'unknown', 'is_healthy': False}]}
+    client = FakeClient({('GET', '/workers'): (200, adding), ('GET', '/health'): (200, b'')})
+    registering_probe(client)
+    assert ('POST', '/workers') not in [c[:2] for c in client.calls]
+    client = FakeClient({('GET', '/workers'): (200, {'workers': [WORKERS['workers'][0]]}), ('GET', '/health'): (200, b''),
+                         ('POST', '/workers'): (409, {'error': 'Worker creation already in progress for URL'})})
+    _ok, state = registering_probe(client)
+    assert state.registered == [] and state.last_status.startswith('GET /workers: ')
+
+
+def test_router_refusing_a_registration_says_so_while_waiting():
+    client = FakeClient({('GET', '/workers'): (200, {'workers': [WORKERS['workers'][0]]}), ('GET', '/health'): (200, b''),
+                         ('POST', '/workers'): (400, {'error': 'bad worker'})})
+    _ok, state = registering_probe(client)
+    assert state.registered == []
+    assert state.last_status.startswith('registering http://d:1: POST /workers -> 400')
+
+
+def test_a_wait_registers_and_then_serves_but_a_check_mode_probe_never_registers():
+    listing = {'now': {'workers': [WORKERS['workers'][0]]}}
+
+    def accept():
+        listing['now'] = WORKERS
+        return (202, {'status': 'accepted'})
+
+    routes = {('GET', '/workers'): lambda: (200, listing['now']), ('GET', '/health'): (200, b''),
+              ('POST', '/workers'): accept, ('POST', '/v1/chat/completions'): (200, CHAT_OK)}
+    endpoint = rd.Endpoint('http://h:1', kind='router', workers=WANTED, model='m')
+    client = FakeClient(routes)
+    rd.Waiter([endpoint], client, timeout=10, interval=0.05, generate=False).probe_once()
+    assert ('POST', '/workers') not in [c[:2] for c in client.calls]
+    states, outcome = rd.Waiter([endpoint], client, timeout=10, interval=0.05).run()
+    assert outcome == 'ready'
+    assert states[0].registered == ['http://d:1']
 
 
 def test_router_chat_failure_names_the_cause():
