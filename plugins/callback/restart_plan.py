@@ -11,7 +11,8 @@ description:
   - Collects the C(restarts) that the collection's modules return (M(pdserve.sglang.managed_files) for units whose
     unit or environment file changed, M(pdserve.sglang.server_restart) for rolling restarts and upgrades,
     M(pdserve.sglang.router_workers) for workers a running router registered or deregistered without a restart,
-    printed as C(workers registered/deregistered, no restart)) and prints them after the play recap, one line per unit
+    printed as C(workers registered/deregistered, no restart); the ranks of an instance over several hosts that restart
+    because a file changed on another of its nodes, from the loop items of that task) and prints them after the play recap, one line per unit
     and host, with the reasons merged
     (C(sglang-decode-0.service on gpu-decode-1 - would restart (fingerprint sglang 0.5.23 -> 0.5.24; unit --mem-fraction-static))).
   - The reasons are the fingerprint lines of the env file (SGLang and router version, venv, model revision), then the
@@ -28,12 +29,17 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import merge, plan_line
 
 
-def restarts_of(result):
-    """The restart entries in one task result (a loop's items included), as a list of dicts."""
+def restarts_of(result, check_mode=False):
+    """The restart entries in one task result (a loop's items included), as a list of dicts. A loop item that carries
+    its own C(restarts) (the ranks of an instance over several hosts restarted by ansible.builtin.systemd_service)
+    counts where that item changed."""
     found = []
     items = [result] + [r for r in (result.get('results') or []) if isinstance(r, dict)]
     for item in items:
         entries = item.get('restarts')
+        loop_item = item.get('item')
+        if entries is None and isinstance(loop_item, dict) and item.get('changed'):
+            entries = [dict(e, planned=check_mode) for e in loop_item.get('restarts') or [] if isinstance(e, dict)]
         if isinstance(entries, list):
             failed = bool(item.get('failed'))
             for entry in entries:
@@ -66,7 +72,7 @@ class CallbackModule(CallbackBase):
         self._by_host = {}
 
     def _collect(self, result):
-        entries = restarts_of(result._result)
+        entries = restarts_of(result._result, bool((context.CLIARGS or {}).get('check')))
         if entries:
             self._by_host.setdefault(result._host.get_name(), []).extend(entries)
 

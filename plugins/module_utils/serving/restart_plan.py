@@ -155,7 +155,7 @@ def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]]) -> Dict[str, List[Dict[str, Any]]]:
-    """``{host: [{unit, rank, reasons}]}``: the ranks of instances over several nodes that restart because their unit
+    """``{host: [{unit, rank, reasons, restarts}]}``: the ranks of instances over several nodes that restart because their unit
     or env file changed on ANOTHER node (``changed``: {host: units restarted there for their own files}).
 
     An instance over several nodes is one restart group: a rank cannot rejoin a running group, and after rank 0 stops
@@ -172,10 +172,11 @@ def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]
                     continue
                 where = [n for n in nodes if inst["unit"] in changed.get(n, set())]
                 if where:
+                    reasons = ["instance %s over %s: changed on %s" % (inst["name"], ", ".join(nodes), ", ".join(where))]
+                    # restarts: the entry the restart_plan callback prints for this loop item once it restarted.
                     out.setdefault(host, []).append({
-                        "unit": inst["unit"], "rank": inst.get("node_rank", 0),
-                        "reasons": ["instance %s over %s: changed on %s"
-                                    % (inst["name"], ", ".join(nodes), ", ".join(where))]})
+                        "unit": inst["unit"], "rank": inst.get("node_rank", 0), "reasons": reasons,
+                        "restarts": [{"unit": inst["unit"], "action": "restart", "reasons": reasons}]})
     for host in out:
         out[host].sort(key=lambda item: (item["rank"], item["unit"]))
     return out

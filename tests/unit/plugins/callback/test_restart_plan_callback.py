@@ -25,3 +25,14 @@ def test_lines_per_host_then_unit():
         'sglang-router.service on router-1: would restart (unit --policy)']
     assert cb.plan_lines({}, check_mode=True) == ['no unit would restart']
     assert cb.plan_lines({}) == ['no unit restarted']
+
+
+def test_ranks_restarted_for_a_change_on_another_node_come_from_their_loop_items():
+    rank = {'unit': 'sglang-prefill-0.service', 'rank': 1, 'reasons': ['instance prefill-0 over a, b: changed on a'],
+            'restarts': [{'unit': 'sglang-prefill-0.service', 'action': 'restart',
+                          'reasons': ['instance prefill-0 over a, b: changed on a']}]}
+    restarted = {'results': [{'changed': True, 'item': rank}, {'changed': False, 'item': dict(rank, unit='other')}]}
+    assert cb.restarts_of(restarted) == [dict(rank['restarts'][0], planned=False)]
+    assert cb.restarts_of(restarted, check_mode=True)[0]['planned'] is True
+    assert cb.plan_lines({'b': cb.restarts_of(restarted)}) == [
+        'sglang-prefill-0.service on b: restarted (instance prefill-0 over a, b: changed on a)']

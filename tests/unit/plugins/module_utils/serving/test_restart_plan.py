@@ -167,8 +167,9 @@ def _spanning_topology():
 def test_a_change_on_one_node_restarts_the_ranks_on_every_other_node():
     out = rp.instance_restarts(_spanning_topology(), {"b": ["sglang-prefill-0.service"]})
     assert sorted(out) == ["a", "c"]
-    assert out["a"] == [{"unit": "sglang-prefill-0.service", "rank": 0,
-                         "reasons": ["instance prefill-0 over a, b, c: changed on b"]}]
+    reasons = ["instance prefill-0 over a, b, c: changed on b"]
+    assert out["a"] == [{"unit": "sglang-prefill-0.service", "rank": 0, "reasons": reasons,
+                         "restarts": [{"unit": "sglang-prefill-0.service", "action": "restart", "reasons": reasons}]}]
     assert out["c"][0]["rank"] == 2
 
 
