@@ -22,6 +22,11 @@ description:
   - When an endpoint names a systemd I(unit) that is failed, inactive or not found, or a I(pid) that is
     gone, the module fails at once instead of waiting out the timeout, with the unit state and its
     last journal lines.
+  - A hung server fails the wait too, named, instead of waiting out the timeout. An endpoint's I(unit) whose
+    processes are stopped (SIGSTOP, state C(T)) or whose cgroup is frozen fails at once (systemd still counts it
+    active). A router endpoint given its expected O(endpoints[].workers) names every one of them it does not count
+    healthy and asks each for C(GET /health) itself; one that accepts the connection but answers nothing for
+    O(hang_timeout) seconds fails the wait (a loading server refuses connections or answers 503).
   - On timeout the failure names every endpoint that is not ready and what it last answered.
 author:
   - pdserve.sglang developers (@pdserve)
@@ -83,12 +88,28 @@ options:
             (a server and its router in one call, each with the limit of its own role).
         type: float
         version_added: 0.4.0
+      workers:
+        description:
+          - Router only. The workers the router must serve, as the serving topology's C(router_workers) gives them,
+            the keys C(prefill) and C(decode), each a list of workers with C(url) and optionally C(name), C(unit) and
+            C(inventory_host) (used to name them). While the router does not count one healthy, the failure names it
+            and the module asks it for C(GET /health) directly, from this host (see O(hang_timeout)).
+          - Without it only the counts are checked.
+        type: dict
   timeout:
     description:
       - Seconds to wait for all endpoints together (an endpoint with a O(endpoints[].timeout) of its own waits that
         long instead). Loading a large model takes minutes.
     type: float
     default: 900
+  hang_timeout:
+    description:
+      - Seconds an expected worker of a router (O(endpoints[].workers)) may accept connections and answer nothing to
+        C(GET /health) while the router does not count it healthy, before the wait fails naming it as hung. Each of
+        those probes waits at most this long (and at most O(request_timeout)).
+      - SGLang answers C(/health) within its own health-check timeout (20 s) even when busy; keep this above it.
+    type: float
+    default: 60
   interval:
     description:
       - Seconds between probes of one endpoint. Failing generation probes back off up to 5 seconds
@@ -190,7 +211,9 @@ endpoints:
       type: str
       returned: when I(unit) was given
     unit_state:
-      description: Last C(systemctl show) properties (LoadState, ActiveState, SubState, Result, ExecMainStatus, NRestarts).
+      description: >-
+        Last C(systemctl show) properties (LoadState, ActiveState, SubState, Result, ExecMainStatus, NRestarts, MainPID,
+        ControlGroup, FreezerState).
       type: dict
       returned: when I(unit) was given
       sample: {"ActiveState": "failed", "SubState": "failed", "Result": "exit-code"}
@@ -202,7 +225,7 @@ endpoints:
     failure:
       description: Why waiting stopped early for this endpoint.
       type: str
-      returned: when the unit or process is gone
+      returned: when the unit or process is gone, or the endpoint (or a worker of a router) is hung
 elapsed:
   description: Seconds the module waited in total.
   returned: always
@@ -239,9 +262,11 @@ def argument_spec():
                 expected_decode=dict(type='int', default=1),
                 model=dict(type='str'),
                 timeout=dict(type='float'),
+                workers=dict(type='dict'),
             ),
         ),
         timeout=dict(type='float', default=900),
+        hang_timeout=dict(type='float', default=60),
         interval=dict(type='float', default=0.25),
         generate=dict(type='bool', default=True),
     )
@@ -252,6 +277,8 @@ def validate_params(module):
     params = module.params
     if params['timeout'] <= 0:
         module.fail_json(msg='timeout must be greater than 0, got %s' % params['timeout'])
+    if params['hang_timeout'] <= 0:
+        module.fail_json(msg='hang_timeout must be greater than 0, got %s' % params['hang_timeout'])
     if params['interval'] <= 0:
         module.fail_json(msg='interval must be greater than 0, got %s' % params['interval'])
     if not params['endpoints']:
@@ -294,7 +321,8 @@ def run_module(module):
     client = module_client(module)
     inspector = make_inspector(module, endpoints)
     waiter = Waiter(endpoints, client, timeout=params['timeout'], interval=params['interval'],
-                    generate=params['generate'] and not module.check_mode, inspector=inspector)
+                    generate=params['generate'] and not module.check_mode, inspector=inspector,
+                    hang_timeout=params['hang_timeout'])
     if module.check_mode:
         states = waiter.probe_once()
         module.exit_json(changed=False, endpoints=[s.as_dict() for s in states],
