@@ -199,21 +199,21 @@ def unit_pids(state: Optional[Dict[str, str]], cgroup_root: str = '/sys/fs/cgrou
 
 
 def hung_unit_problem(state: Optional[Dict[str, str]], proc_root: str = '/proc',
-                      cgroup_root: str = '/sys/fs/cgroup') -> Optional[str]:
+                      cgroup_root: str = '/sys/fs/cgroup', unit: str = 'UNIT') -> Optional[str]:
     """A sentence when the unit is active but cannot answer: its cgroup frozen, or processes stopped (SIGSTOP, state T).
     systemd still counts such a unit active/running, so the unit state alone never tells."""
     if not state or state.get('ActiveState') not in ('active', 'reloading', 'activating'):
         return None
     if state.get('FreezerState') in ('frozen', 'freezing'):
-        return ('hung: its cgroup is %s (systemctl freeze); it answers nothing until `systemctl thaw`'
-                % state['FreezerState'])
+        return ('hung: its cgroup is %s (systemctl freeze); it answers nothing until `systemctl thaw %s`'
+                % (state['FreezerState'], unit))
     pids = unit_pids(state, cgroup_root)
     stopped = [pid for pid in pids if process_state(pid, proc_root) == 'T']
     if not stopped:
         return None
     return ('hung: %d of its %d processes are stopped (state T, SIGSTOP: pids %s); it answers nothing until they get '
-            'SIGCONT (systemctl kill --signal=SIGCONT UNIT) or the unit is restarted'
-            % (len(stopped), len(pids), ', '.join(str(p) for p in stopped[:8]) + (' ...' if len(stopped) > 8 else '')))
+            'SIGCONT (systemctl kill --signal=SIGCONT %s) or the unit is restarted'
+            % (len(stopped), len(pids), ', '.join(str(p) for p in stopped[:8]) + (' ...' if len(stopped) > 8 else ''), unit))
 
 
 def describe_unit_state(state: Optional[Dict[str, str]]) -> str:
@@ -232,9 +232,9 @@ class SystemdInspector(object):
         self.proc_root = proc_root
         self.cgroup_root = cgroup_root
 
-    def hung(self, state: Optional[Dict[str, str]]) -> Optional[str]:
+    def hung(self, state: Optional[Dict[str, str]], unit: str = 'UNIT') -> Optional[str]:
         """hung_unit_problem on this host's /proc and cgroup tree."""
-        return hung_unit_problem(state, self.proc_root, self.cgroup_root)
+        return hung_unit_problem(state, self.proc_root, self.cgroup_root, unit)
 
     def state(self, unit: str) -> Dict[str, str]:
         args = [self.systemctl, 'show', unit, '--no-pager',
@@ -464,7 +464,7 @@ class Waiter(object):
                 state.fatal = str(exc)
                 return
             state.unit_state = unit_state
-            problem = unit_problem(unit_state) or self.inspector.hung(unit_state)
+            problem = unit_problem(unit_state) or self.inspector.hung(unit_state, ep.unit)
             if problem:
                 state.fatal = '%s %s: %s' % (ep.unit, problem, describe_unit_state(unit_state))
                 state.journal = self.inspector.journal(ep.unit)
@@ -496,7 +496,7 @@ class Waiter(object):
             unit_state = self.inspector.state(ep.unit)
         except RuntimeError:
             return  # _liveness says so after the probe
-        problem = self.inspector.hung(unit_state)
+        problem = self.inspector.hung(unit_state, ep.unit)
         if problem:
             state.unit_state = unit_state
             state.last_status = 'not probed: the unit is hung'

@@ -445,7 +445,9 @@ def test_stopped_unit_is_hung(tmp_path):
     assert rd.unit_pids(state, cgroup) == [11, 12, 13]
     problem = rd.hung_unit_problem(state, proc, cgroup)
     assert problem.startswith('hung: 2 of its 3 processes are stopped (state T, SIGSTOP: pids 11, 12)')
-    assert 'SIGCONT' in problem
+    assert 'SIGCONT (systemctl kill --signal=SIGCONT UNIT)' in problem
+    assert 'SIGCONT u.service)' not in problem
+    assert '--signal=SIGCONT u.service)' in rd.hung_unit_problem(state, proc, cgroup, 'u.service')
 
 
 def test_running_unit_is_not_hung(tmp_path):
@@ -465,7 +467,7 @@ def test_main_pid_when_the_cgroup_cannot_be_read(tmp_path):
 
 def test_frozen_unit_is_hung(tmp_path):
     state = dict(rd.parse_systemctl_show(RUNNING_UNIT), FreezerState='frozen')
-    assert 'systemctl thaw' in rd.hung_unit_problem(state, str(tmp_path), str(tmp_path))
+    assert 'systemctl thaw u.service' in rd.hung_unit_problem(state, str(tmp_path), str(tmp_path), 'u.service')
 
 
 def test_stopped_unit_fails_at_once_without_a_request(tmp_path):
@@ -483,6 +485,7 @@ def test_stopped_unit_fails_at_once_without_a_request(tmp_path):
     assert msg.startswith('Endpoint hung while waiting: sglang-decode-0.service (http://h:30002): '
                           'sglang-decode-0.service hung: 1 of its 1 processes are stopped')
     assert 'ActiveState=active' in msg and 'serving' in msg
+    assert 'systemctl kill --signal=SIGCONT sglang-decode-0.service' in msg
 
 
 def test_unit_stopped_while_waiting_is_named_after_the_probe(tmp_path):
