@@ -34,8 +34,9 @@ def verdict(result, url, stopped, continued):
     down, up = mark["down"], mark["up"]
     records = result["records"]
     violations = list(base["violations"])
-    lines = [line for line in base["lines"] if not line.startswith(("VIOLATION", "passed", "kill -9", "  no failed",
-                                                                     "  %d failed" % mark["failed"]))]
+    # The crash report's own verdict and kill lines give way to the hang's below.
+    dropped = ("VIOLATION", "passed", "kill -9", "  no failed", "  %d failed" % mark["failed"])
+    lines = [line for line in base["lines"] if not line.startswith(dropped)]
     # The requests caught by the stop: in flight at the SIGSTOP, or sent before the router marked the worker down, and
     # still running at the SIGCONT (the others went to the healthy workers and ended in normal time).
     caught = [r for r in records if r["start"] < (down or continued) and r["end"] >= continued]

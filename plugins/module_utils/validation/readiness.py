@@ -146,6 +146,7 @@ def process_state(pid: int, proc_root: str = '/proc') -> Optional[str]:
     except (IOError, OSError, IndexError, ValueError):
         return None
 
+
 def pid_problem(pid: int) -> Optional[str]:
     """None while the process lives; a sentence when it is gone or a zombie."""
     try:
