@@ -44,8 +44,8 @@ class FakeClient(object):
             entry = entry()
         if entry is None:
             return HttpResult(method, url, 404, {}, b'{"detail":"Not Found"}')
-        if entry == 'refused':
-            return HttpResult(method, url, None, error='connection refused')
+        if entry in ('refused', 'timed out'):
+            return HttpResult(method, url, None, error='connection refused' if entry == 'refused' else entry)
         status, body = entry[0], entry[1]
         headers = entry[2] if len(entry) > 2 else {}
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -493,12 +493,11 @@ def test_unit_stopped_while_waiting_is_named_after_the_probe(tmp_path):
     systemd = FakeSystemd(RUNNING_UNIT)
 
     def stop_then_time_out():
+        # SIGSTOP arrives while the request waits; it times out
         (tmp_path / 'proc' / '11' / 'stat').write_text('11 (python3) T 1 2 3\n')
-        return None
+        return 'timed out'
 
     client = FakeClient({('GET', '/health'): stop_then_time_out})
-    client.get = lambda url, timeout=None, control_plane=False: (
-        client._answer('GET', url) and None) or HttpResult('GET', url, None, error='timed out')
     eps = [rd.Endpoint('http://h:30002', unit='sglang-decode-0.service')]
     inspector = rd.SystemdInspector(systemd, proc_root=proc, cgroup_root=cgroup)
     states, outcome = rd.Waiter(eps, client, timeout=60, interval=0.05, inspector=inspector).run()
