@@ -19,13 +19,18 @@ description:
   - A router (I(kind=router)) is ready when C(GET /workers) lists at least I(expected_prefill) healthy
     prefill and I(expected_decode) healthy decode workers and a real chat completion through it
     answers 200.
-  - Given the router's I(workers), a worker of them that answers C(GET /health) with 200 but that the router does not
-    list yet is registered at once (C(POST /workers)), as M(pdserve.sglang.router_workers) would. A router started
-    while its servers loaded retries them with pauses that grow to 5 seconds (sglang-router 0.3.2), and would
-    otherwise serve up to that long after it could. The module then reports C(changed).
+  - With O(endpoints[].register), a worker of the router's O(endpoints[].workers) that answers C(GET /health) with 200
+    but that the router does not list yet is registered at once (C(POST /workers)), as M(pdserve.sglang.router_workers)
+    would. A router started while its servers loaded retries them with pauses that grow to 5 seconds (sglang-router
+    0.3.2), and would otherwise serve up to that long after it could. The module then reports C(changed).
   - When an endpoint names a systemd I(unit) that is failed, inactive or not found, or a I(pid) that is
     gone, the module fails at once instead of waiting out the timeout, with the unit state and its
     last journal lines.
+  - A hung server fails the wait too, named, instead of waiting out the timeout. An endpoint's I(unit) whose
+    processes are stopped (SIGSTOP, state C(T)) or whose cgroup is frozen fails at once (systemd still counts it
+    active). A router endpoint given its expected O(endpoints[].workers) names every one of them it does not count
+    healthy and asks each for C(GET /health) itself; one that accepts the connection but answers nothing for
+    O(hang_timeout) seconds fails the wait (a loading server refuses connections or answers 503).
   - On timeout the failure names every endpoint that is not ready and what it last answered.
 author:
   - pdserve.sglang developers (@pdserve)
@@ -81,25 +86,41 @@ options:
         description:
           - Router only. Model name for the test request; by default the first entry of C(GET /v1/models).
         type: str
-      workers:
-        description:
-          - Router only. The worker set it should serve, as M(pdserve.sglang.router_workers) takes it
-            (C(prefill) and C(decode) lists of C(url), and C(bootstrap_port) for a prefill worker). A worker of it
-            that is healthy but not listed is registered; none is ever deregistered here.
-        type: dict
-        version_added: 0.4.0
       timeout:
         description:
           - Seconds this endpoint may take, counted from the start like O(timeout), which it replaces for this endpoint
             (a server and its router in one call, each with the limit of its own role).
         type: float
         version_added: 0.4.0
+      register:
+        description:
+          - Router only, with O(endpoints[].workers). Register a worker of them that is healthy but not listed by the
+            router (a prefill worker needs its C(bootstrap_port)); none is ever deregistered here. Never in check mode.
+        type: bool
+        default: false
+        version_added: 0.4.0
+      workers:
+        description:
+          - Router only. The workers the router must serve, as the serving topology's C(router_workers) gives them,
+            the keys C(prefill) and C(decode), each a list of workers with C(url) and optionally C(name), C(unit) and
+            C(inventory_host) (used to name them). While the router does not count one healthy, the failure names it
+            and the module asks it for C(GET /health) directly, from this host (see O(hang_timeout)).
+          - Without it only the counts are checked.
+        type: dict
   timeout:
     description:
       - Seconds to wait for all endpoints together (an endpoint with a O(endpoints[].timeout) of its own waits that
         long instead). Loading a large model takes minutes.
     type: float
     default: 900
+  hang_timeout:
+    description:
+      - Seconds an expected worker of a router (O(endpoints[].workers)) may accept connections and answer nothing to
+        C(GET /health) while the router does not count it healthy, before the wait fails naming it as hung. Each of
+        those probes waits at most this long (and at most O(request_timeout)).
+      - SGLang answers C(/health) within its own health-check timeout (20 s) even when busy; keep this above it.
+    type: float
+    default: 60
   interval:
     description:
       - Seconds between probes of one endpoint. Failing generation probes back off up to 5 seconds
@@ -123,7 +144,8 @@ attributes:
   platform:
     platforms: posix
 notes:
-  - The module changes nothing but the router's worker list, and only with I(workers) (see above); in check mode never.
+  - The module changes nothing but the router's worker list, and only with O(endpoints[].register) (see above); in
+    check mode never.
   - SGLang's C(/health_generate) looks for the engine's answer once a second, so on a real PD server
     the generation probe adds about a second to the detection latency; I(generate=false) trades that
     check for speed.
@@ -201,7 +223,9 @@ endpoints:
       type: str
       returned: when I(unit) was given
     unit_state:
-      description: Last C(systemctl show) properties (LoadState, ActiveState, SubState, Result, ExecMainStatus, NRestarts).
+      description: >-
+        Last C(systemctl show) properties (LoadState, ActiveState, SubState, Result, ExecMainStatus, NRestarts, MainPID,
+        ControlGroup, FreezerState).
       type: dict
       returned: when I(unit) was given
       sample: {"ActiveState": "failed", "SubState": "failed", "Result": "exit-code"}
@@ -213,7 +237,7 @@ endpoints:
     failure:
       description: Why waiting stopped early for this endpoint.
       type: str
-      returned: when the unit or process is gone
+      returned: when the unit or process is gone, or the endpoint (or a worker of a router) is hung
     registered:
       description: Router only. The URLs of its workers this wait registered (healthy, not listed yet).
       type: list
@@ -258,9 +282,11 @@ def argument_spec():
                 model=dict(type='str'),
                 timeout=dict(type='float'),
                 workers=dict(type='dict'),
+                register=dict(type='bool', default=False),
             ),
         ),
         timeout=dict(type='float', default=900),
+        hang_timeout=dict(type='float', default=60),
         interval=dict(type='float', default=0.25),
         generate=dict(type='bool', default=True),
     )
@@ -271,6 +297,8 @@ def validate_params(module):
     params = module.params
     if params['timeout'] <= 0:
         module.fail_json(msg='timeout must be greater than 0, got %s' % params['timeout'])
+    if params['hang_timeout'] <= 0:
+        module.fail_json(msg='hang_timeout must be greater than 0, got %s' % params['hang_timeout'])
     if params['interval'] <= 0:
         module.fail_json(msg='interval must be greater than 0, got %s' % params['interval'])
     if not params['endpoints']:
@@ -285,13 +313,12 @@ def validate_params(module):
             module.fail_json(msg='endpoint timeout must be greater than 0, got %s (%s)' % (item['timeout'], item['url']))
         if item['pid'] is not None and item['pid'] <= 0:
             module.fail_json(msg='pid must be a positive process id, got %s (%s)' % (item['pid'], item['url']))
-        if item['workers'] is not None:
-            if item['kind'] != 'router':
-                module.fail_json(msg='workers is for a router endpoint, not %s (%s)' % (item['kind'], item['url']))
-            wanted, problem = wanted_workers(item['workers'])
+        if item['register']:
+            if item['kind'] != 'router' or not item['workers']:
+                module.fail_json(msg='register is for a router endpoint with its workers (%s)' % item['url'])
+            _wanted, problem = wanted_workers(item['workers'])
             if problem:
                 module.fail_json(msg='%s: %s' % (item['url'], problem))
-            item['workers'] = wanted
         name = Endpoint.from_option(item).name
         if name in names:
             module.fail_json(msg='endpoint name %r appears twice: give each endpoint its own name' % name)
@@ -320,7 +347,8 @@ def run_module(module):
     client = module_client(module)
     inspector = make_inspector(module, endpoints)
     waiter = Waiter(endpoints, client, timeout=params['timeout'], interval=params['interval'],
-                    generate=params['generate'] and not module.check_mode, inspector=inspector)
+                    generate=params['generate'] and not module.check_mode, inspector=inspector,
+                    hang_timeout=params['hang_timeout'])
     if module.check_mode:
         states = waiter.probe_once()
         module.exit_json(changed=False, endpoints=[s.as_dict() for s in states],

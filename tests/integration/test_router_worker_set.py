@@ -142,17 +142,17 @@ def test_a_router_just_started_with_a_server_still_loading_is_reconciled_at_once
 
 
 def test_the_wait_registers_a_server_that_came_up_between_the_routers_own_retries(servers):
-    """sglang-router 0.3.2 retries a worker that refused it at start after 1, 2, 3, 4 and then 5 s pauses (10 s after
-    its start, the next try is at 15 s). wait_ready, given the router's worker set, registers the server once it answers
-    /health: the router serves within a probe of that, the server is listed once, and its own retry ends without a
-    second entry."""
-    loading = stack.Emulator("decode", env={"SGLANG_EMULATOR_LOAD_DELAY": "11"})
+    """sglang-router 0.3.2 retries a worker that refused it at start after 1, 2, 3, 4 and then 5 s pauses, counted
+    from when it starts serving (tries at 10 and 15 s). A server up 12.5 s after that, in the middle of the gap:
+    wait_ready, told to register the router's worker set, registers it once it answers /health, the router serves
+    within a probe of that, the server is listed once, and the router's own retry ends without a second entry."""
+    loading = stack.Emulator("decode", env={"SGLANG_EMULATOR_LOAD_DELAY": "12.5"})
     workers = {"prefill": [{"url": servers["prefill"].url, "bootstrap_port": servers["prefill"].bootstrap_port}],
                "decode": [{"url": loading.url}]}
     router = stack.Router(prefill=[(servers["prefill"].url, servers["prefill"].bootstrap_port)], decode=[loading.url],
                           api_key=CLIENT, control_plane_api_key=ADMIN)
     client = HttpClient(api_key=CLIENT, control_plane_api_key=ADMIN, timeout=10)
-    endpoint = rd.Endpoint(router.url, kind="router", workers=as_list(workers), model=stack.MODEL)
+    endpoint = rd.Endpoint(router.url, kind="router", workers=workers, register=True, model=stack.MODEL)
     try:
         router.start()
         started = time.monotonic()
@@ -161,8 +161,8 @@ def test_the_wait_registers_a_server_that_came_up_between_the_routers_own_retrie
         assert outcome == "ready", states[0].last_status
         # Registered by the wait: the router had not listed it yet (its own retry comes 15 s after its start).
         assert states[0].registered == [loading.url]
-        # The server is up 11 s after its start: the router served within a probe, a POST and a chat of that.
-        assert time.monotonic() - started < 11 + 3.0
+        # The server is up 12.5 s after its start: the router served within a probe, a POST and a chat of that.
+        assert time.monotonic() - started < 12.5 + 2.5
         expected = sorted([("prefill", servers["prefill"].url, True), ("decode", loading.url, True)])
         assert listed(router) == expected
         time.sleep(5)

@@ -14,13 +14,21 @@ A server is ready when ``GET /health`` answers 200 and it can generate:
   engine produced it. The real end-to-end generation of a PD stack happens through the router.
 
 A router is ready when ``GET /workers`` lists at least the expected healthy prefill and decode
-workers and a real chat completion through it answers 200 with a choice. Given the worker set it should serve, the
-wait registers a worker that answers ``/health`` but is not listed yet (``POST /workers``): a router started while
-its servers loaded retries them with pauses that grow to 5 s (sglang-router 0.3.2), so it would serve up to 5 s after
-it could. The router's own retry then ends with "already exists" (``operations/worker_set.py``).
+workers and a real chat completion through it answers 200 with a choice. Told to ``register`` its expected
+``workers``, the wait registers one that answers ``/health`` but is not listed yet (``POST /workers``): a router
+started while its servers loaded retries them with pauses that grow to 5 s (sglang-router 0.3.2), so it would serve up
+to 5 s after it could. The router's own retry then ends with "already exists" (``operations/worker_set.py``).
 
 Endpoints are waited for in parallel threads. A ``pid`` that is gone, or a systemd ``unit``
 that is failed or inactive, ends the wait at once with the unit state and its last journal lines.
+
+A hung server ends the wait too, naming it, instead of running to the timeout (a loading server
+refuses connections or answers 503; a hung one accepts and answers nothing):
+* a ``unit`` whose processes are stopped (SIGSTOP: state T in ``/proc``) or whose cgroup is frozen is
+  fatal at once: systemd still counts it active, and nothing it serves answers until SIGCONT;
+* a router endpoint given the expected ``workers`` names each one it does not count healthy, asks
+  those for ``GET /health`` itself, and fails when one accepted the connection but answered nothing
+  for ``hang_timeout`` seconds (the module runs on the router host, which reaches every worker).
 """
 
 import os
@@ -38,16 +46,17 @@ PD_MODES = ('prefill', 'decode')
 MAX_GENERATION_BACKOFF = 5.0
 JOURNAL_LINES = 20
 UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'NRestarts')
+# Read with the state: where the unit's processes are, to tell a stopped (hung) unit from a live one.
+PROCESS_PROPERTIES = ('MainPID', 'ControlGroup', 'FreezerState')
+DEFAULT_HANG_TIMEOUT = 60.0
 
 
 class Endpoint(object):
     """One thing to wait for."""
 
     def __init__(self, url, kind='server', name=None, unit=None, pid=None,
-                 expected_prefill=1, expected_decode=1, model=None, timeout=None, workers=None):
+                 expected_prefill=1, expected_decode=1, model=None, timeout=None, workers=None, register=False):
         self.url = url.rstrip('/')
-        # Router only: [{url, worker_type, bootstrap_port}] it should serve; a healthy one it does not list is registered.
-        self.workers = list(workers or [])
         # Seconds this endpoint may take; None: the Waiter's timeout.
         self.timeout = float(timeout) if timeout is not None else None
         self.kind = kind
@@ -56,6 +65,11 @@ class Endpoint(object):
         self.expected_prefill = expected_prefill
         self.expected_decode = expected_decode
         self.model = model
+        # Router only: the workers it must serve ({'prefill': [{url, name, unit, inventory_host}], 'decode': [...]}, the
+        # serving topology's router_workers), so a worker that is not healthy is named and asked for /health directly.
+        self.workers = expected_worker_list(workers)
+        # Router only: whether the wait registers an expected worker that is up but not listed yet.
+        self.register = bool(register)
         self.name = name or unit or self.url.split('://', 1)[-1]
 
     @classmethod
@@ -64,7 +78,8 @@ class Endpoint(object):
                    unit=item.get('unit'), pid=item.get('pid'),
                    expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
                    expected_decode=item.get('expected_decode', 1) if item.get('expected_decode') is not None else 1,
-                   model=item.get('model'), timeout=item.get('timeout'), workers=item.get('workers'))
+                   model=item.get('model'), timeout=item.get('timeout'), workers=item.get('workers'),
+                   register=bool(item.get('register')))
 
 
 class EndpointState(object):
@@ -82,6 +97,9 @@ class EndpointState(object):
         self.attempts = 0
         self.next_generation_at = 0.0
         self.generation_backoff = 0.0
+        # Router only: {worker url: monotonic time its first unanswered /health was sent}, reset by any answer.
+        self.silent_since = {}
+        self.hang_timeout = DEFAULT_HANG_TIMEOUT
         # Whether this wait may register the endpoint's missing workers (not in check mode), and the URLs it did.
         self.register_missing = False
         self.registered = []
@@ -111,9 +129,37 @@ class EndpointState(object):
         return out
 
 
+def expected_worker_list(workers: Any) -> List[Dict[str, Any]]:
+    """[{url, worker_type, bootstrap_port, label}] of a router's expected workers ({'prefill': [...], 'decode': [...]});
+    [] for none."""
+    out = []
+    if not isinstance(workers, dict):
+        return out
+    for kind in PD_MODES:
+        for worker in workers.get(kind) or []:
+            if not isinstance(worker, dict) or not worker.get('url'):
+                continue
+            url = str(worker['url']).rstrip('/')
+            where = ' on '.join(str(worker[k]) for k in ('unit', 'inventory_host') if worker.get(k))
+            label = '%s %s%s' % (kind, worker.get('name') or url, (' (%s, %s)' % (where, url)) if where else
+                                 (' (%s)' % url if worker.get('name') else ''))
+            out.append({'url': url, 'worker_type': kind, 'label': label,
+                        'bootstrap_port': worker.get('bootstrap_port') if kind == 'prefill' else None})
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Process and unit liveness
 # ---------------------------------------------------------------------------
+
+def process_state(pid: int, proc_root: str = '/proc') -> Optional[str]:
+    """The state letter of /proc/PID/stat (R, S, D, T, t, Z, ...); None when it cannot be read."""
+    try:
+        with open('%s/%d/stat' % (proc_root, pid)) as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0]
+    except (IOError, OSError, IndexError, ValueError):
+        return None
+
 
 def pid_problem(pid: int) -> Optional[str]:
     """None while the process lives; a sentence when it is gone or a zombie."""
@@ -123,14 +169,8 @@ def pid_problem(pid: int) -> Optional[str]:
         return 'process %d is gone' % pid
     except PermissionError:
         pass  # it exists, owned by someone else
-    try:
-        with open('/proc/%d/stat' % pid) as handle:
-            stat = handle.read()
-        state = stat.rsplit(')', 1)[1].split()[0]
-        if state in ('Z', 'X'):
-            return 'process %d has exited (zombie, not yet reaped)' % pid
-    except (IOError, OSError, IndexError):
-        pass
+    if process_state(pid) in ('Z', 'X'):
+        return 'process %d has exited (zombie, not yet reaped)' % pid
     return None
 
 
@@ -158,6 +198,39 @@ def unit_problem(state: Optional[Dict[str, str]]) -> Optional[str]:
     return None
 
 
+def unit_pids(state: Optional[Dict[str, str]], cgroup_root: str = '/sys/fs/cgroup') -> List[int]:
+    """Every process of the unit (its cgroup's cgroup.procs, cgroup v2), else its main process; [] when none."""
+    group = (state or {}).get('ControlGroup') or ''
+    if group:
+        try:
+            with open(os.path.join(cgroup_root, group.lstrip('/'), 'cgroup.procs')) as handle:
+                pids = [int(line) for line in handle.read().split() if line.strip().isdigit()]
+            if pids:
+                return pids
+        except (IOError, OSError, ValueError):
+            pass
+    main = (state or {}).get('MainPID') or '0'
+    return [int(main)] if main.isdigit() and int(main) > 0 else []
+
+
+def hung_unit_problem(state: Optional[Dict[str, str]], proc_root: str = '/proc',
+                      cgroup_root: str = '/sys/fs/cgroup', unit: str = 'UNIT') -> Optional[str]:
+    """A sentence when the unit is active but cannot answer: its cgroup frozen, or processes stopped (SIGSTOP, state T).
+    systemd still counts such a unit active/running, so the unit state alone never tells."""
+    if not state or state.get('ActiveState') not in ('active', 'reloading', 'activating'):
+        return None
+    if state.get('FreezerState') in ('frozen', 'freezing'):
+        return ('hung: its cgroup is %s (systemctl freeze); it answers nothing until `systemctl thaw %s`'
+                % (state['FreezerState'], unit))
+    pids = unit_pids(state, cgroup_root)
+    stopped = [pid for pid in pids if process_state(pid, proc_root) == 'T']
+    if not stopped:
+        return None
+    return ('hung: %d of its %d processes are stopped (state T, SIGSTOP: pids %s); it answers nothing until they get '
+            'SIGCONT (systemctl kill --signal=SIGCONT %s) or the unit is restarted'
+            % (len(stopped), len(pids), ', '.join(str(p) for p in stopped[:8]) + (' ...' if len(stopped) > 8 else ''), unit))
+
+
 def describe_unit_state(state: Optional[Dict[str, str]]) -> str:
     return ' '.join('%s=%s' % (k, state[k]) for k in UNIT_PROPERTIES if k in (state or {}))
 
@@ -165,14 +238,22 @@ def describe_unit_state(state: Optional[Dict[str, str]]) -> str:
 class SystemdInspector(object):
     """systemctl/journalctl through a run_command(args) -> (rc, stdout, stderr) callable."""
 
-    def __init__(self, run_command, systemctl='systemctl', journalctl='journalctl'):
+    def __init__(self, run_command, systemctl='systemctl', journalctl='journalctl', proc_root='/proc',
+                 cgroup_root='/sys/fs/cgroup'):
         self._run = run_command
         self._lock = threading.Lock()
         self.systemctl = systemctl
         self.journalctl = journalctl
+        self.proc_root = proc_root
+        self.cgroup_root = cgroup_root
+
+    def hung(self, state: Optional[Dict[str, str]], unit: str = 'UNIT') -> Optional[str]:
+        """hung_unit_problem on this host's /proc and cgroup tree."""
+        return hung_unit_problem(state, self.proc_root, self.cgroup_root, unit)
 
     def state(self, unit: str) -> Dict[str, str]:
-        args = [self.systemctl, 'show', unit, '--no-pager', '--property=' + ','.join(UNIT_PROPERTIES)]
+        args = [self.systemctl, 'show', unit, '--no-pager',
+                '--property=' + ','.join(UNIT_PROPERTIES + PROCESS_PROPERTIES)]
         with self._lock:
             rc, out, err = self._run(args)
         if rc != 0:
@@ -277,7 +358,10 @@ def probe_router(client: HttpClient, state: "EndpointState", generate: bool, dea
         state.last_status = 'GET /workers: ' + ', '.join(short)
         if state.register_missing:
             register_ready_workers(client, state, data, timeout)
+        if ep.workers:
+            _probe_unhealthy_workers(client, state, data, deadline, clock)
         return False
+    state.silent_since.clear()
     if not generate:
         state.last_status = 'GET /workers: ' + ', '.join(short)
         return True
@@ -333,6 +417,41 @@ def register_ready_workers(client: HttpClient, state: "EndpointState", listing: 
             state.last_status = 'registering %s: %s' % (entry['url'], answer.summary('/workers'))
 
 
+def _probe_unhealthy_workers(client: HttpClient, state: "EndpointState", workers_json: Dict[str, Any], deadline: float,
+                             clock: Callable[[], float]) -> None:
+    """Name the expected workers the router does not count healthy, and ask each for GET /health: one that accepts the
+    connection but answers nothing for hang_timeout seconds is hung (fatal); any answer, or a refused connection (a
+    server still loading), keeps waiting."""
+    listed = dict((str(w.get('url') or '').rstrip('/'), w) for w in workers_json.get('workers') or [] if isinstance(w, dict))
+    sick = [w for w in state.endpoint.workers if not (listed.get(w['url']) or {}).get('is_healthy')]
+    if not sick:
+        return
+    state.last_status += '; not healthy: ' + ', '.join(
+        '%s%s' % (w['label'], '' if w['url'] in listed else ' (not listed)') for w in sick)
+    hang_timeout = state.hang_timeout
+    for worker in sick:
+        started = clock()
+        answer = client.get(join_url(worker['url'], '/health'),
+                            timeout=max(0.5, min(client.timeout, hang_timeout, deadline - started + 0.5)))
+        if answer.status is not None or answer.error != 'timed out':
+            state.silent_since.pop(worker['url'], None)
+            state.last_status += '; %s: %s' % (worker['label'], answer.summary('/health'))
+            continue
+        since = state.silent_since.setdefault(worker['url'], started)
+        silent = clock() - since
+        state.last_status += '; %s: GET /health answered nothing for %.0f s' % (worker['label'], silent)
+        if silent >= hang_timeout:
+            state.fatal = ('%s is hung: the router does not count it healthy and it accepts connections but answered '
+                           'nothing to GET /health for %.0f s (hang_timeout %ss; a loading server refuses connections '
+                           'or answers 503): its processes may be stopped (SIGSTOP) or deadlocked; see its unit on its '
+                           'host (systemctl status, journalctl)' % (worker['label'], silent, _seconds(hang_timeout)))
+            return
+
+
+def _seconds(value: float) -> str:
+    return ('%d' % value) if float(value).is_integer() else ('%s' % value)
+
+
 PROBES = {'server': probe_server, 'router': probe_router}
 
 
@@ -348,8 +467,10 @@ class Waiter(object):
     """
 
     def __init__(self, endpoints, client, timeout, interval, generate=True, inspector=None,
-                 clock=time.monotonic, probes=None):
+                 clock=time.monotonic, probes=None, hang_timeout=DEFAULT_HANG_TIMEOUT):
         self.states = [EndpointState(ep) for ep in endpoints]
+        for state in self.states:
+            state.hang_timeout = float(hang_timeout)
         self.client = client
         self.timeout = float(timeout)
         self.interval = float(interval)
@@ -378,7 +499,7 @@ class Waiter(object):
                 state.fatal = str(exc)
                 return
             state.unit_state = unit_state
-            problem = unit_problem(unit_state)
+            problem = unit_problem(unit_state) or self.inspector.hung(unit_state, ep.unit)
             if problem:
                 state.fatal = '%s %s: %s' % (ep.unit, problem, describe_unit_state(unit_state))
                 state.journal = self.inspector.journal(ep.unit)
@@ -400,8 +521,29 @@ class Waiter(object):
             state.last_status = 'probe error: %s: %s' % (type(exc).__name__, exc)
             return False
 
+    def _hung_before_probing(self, state):
+        """Before the first probe of a unit's endpoint: a stopped unit is named at once, not after a request to it
+        timed out (later, _liveness checks it after each failed probe)."""
+        ep = state.endpoint
+        if not ep.unit or self.inspector is None:
+            return
+        try:
+            unit_state = self.inspector.state(ep.unit)
+        except RuntimeError:
+            return  # _liveness says so after the probe
+        problem = self.inspector.hung(unit_state, ep.unit)
+        if problem:
+            state.unit_state = unit_state
+            state.last_status = 'not probed: the unit is hung'
+            state.fatal = '%s %s: %s' % (ep.unit, problem, describe_unit_state(unit_state))
+            state.journal = self.inspector.journal(ep.unit)
+
     def _watch(self, state, deadline):
         try:
+            self._hung_before_probing(state)
+            if state.fatal:
+                self._stop.set()
+                return
             while not self._stop.is_set():
                 if self._probe_once(state, deadline):
                     state.ready = True
@@ -429,7 +571,7 @@ class Waiter(object):
         self.started = self.clock()
         threads = []
         for state in self.states:
-            state.register_missing = bool(state.endpoint.workers)
+            state.register_missing = state.endpoint.register and bool(state.endpoint.workers)
             deadline = self.started + self.timeout_of(state.endpoint)
             thread = threading.Thread(target=self._watch, args=(state, deadline),
                                       name='wait_ready:%s' % state.endpoint.name)
@@ -477,7 +619,8 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                 if s.journal:
                     msg += '; last journal lines:\n' + '\n'.join(s.journal)
                 parts.append(msg)
-        return 'Endpoint gone while waiting: ' + ' | '.join(parts)
+        hung = all(' hung' in s.fatal for s in states if s.fatal)
+        return 'Endpoint %s while waiting: ' % ('hung' if hung else 'gone') + ' | '.join(parts)
     waiting = ['%s (%s%s): %s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status)
                for s in states if not s.ready]
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))

@@ -45,8 +45,8 @@ class FakeClient(object):
             entry = entry()
         if entry is None:
             return HttpResult(method, url, 404, {}, b'{"detail":"Not Found"}')
-        if entry == 'refused':
-            return HttpResult(method, url, None, error='connection refused')
+        if entry in ('refused', 'timed out'):
+            return HttpResult(method, url, None, error='connection refused' if entry == 'refused' else entry)
         status, body = entry[0], entry[1]
         headers = entry[2] if len(entry) > 2 else {}
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -189,12 +189,11 @@ def test_router_ready_after_a_real_chat():
     assert state.details['workers']['decode'] == {'healthy': 1, 'total': 1}
 
 
-WANTED = [{'url': 'http://p:1', 'worker_type': 'prefill', 'bootstrap_port': 8998},
-          {'url': 'http://d:1', 'worker_type': 'decode', 'bootstrap_port': None}]
+WANTED = {'prefill': [{'url': 'http://p:1', 'bootstrap_port': 8998}], 'decode': [{'url': 'http://d:1'}]}
 
 
 def registering_probe(client, register=True):
-    state = rd.EndpointState(rd.Endpoint('http://h:1', kind='router', workers=WANTED))
+    state = rd.EndpointState(rd.Endpoint('http://h:1', kind='router', workers=WANTED, register=True))
     state.register_missing = register
     return rd.probe_router(client, state, True, deadline=1e12, interval=0.25), state
 
@@ -252,7 +251,7 @@ def test_a_wait_registers_and_then_serves_but_a_check_mode_probe_never_registers
 
     routes = {('GET', '/workers'): lambda: (200, listing['now']), ('GET', '/health'): (200, b''),
               ('POST', '/workers'): accept, ('POST', '/v1/chat/completions'): (200, CHAT_OK)}
-    endpoint = rd.Endpoint('http://h:1', kind='router', workers=WANTED, model='m')
+    endpoint = rd.Endpoint('http://h:1', kind='router', workers=WANTED, register=True, model='m')
     client = FakeClient(routes)
     rd.Waiter([endpoint], client, timeout=10, interval=0.05, generate=False).probe_once()
     assert ('POST', '/workers') not in [c[:2] for c in client.calls]
@@ -492,3 +491,173 @@ def test_ready_endpoint_keeps_its_unit_state():
     assert outcome == 'ready'
     assert states[0].unit_state['NRestarts'] == '2'
     assert states[0].journal is None
+
+
+# ---- hung servers ---------------------------------------------------------------------------
+
+def _fake_proc(tmp_path, states):
+    """A /proc and a cgroup tree with the given {pid: state letter}, all in cgroup /system.slice/u.service."""
+    proc = tmp_path / 'proc'
+    for pid, letter in states.items():
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / 'stat').write_text('%d (python3) %s 1 2 3\n' % (pid, letter))
+    group = tmp_path / 'cgroup' / 'system.slice' / 'u.service'
+    group.mkdir(parents=True)
+    (group / 'cgroup.procs').write_text(''.join('%d\n' % pid for pid in states))
+    return str(proc), str(tmp_path / 'cgroup')
+
+
+RUNNING_UNIT = ('LoadState=loaded\nActiveState=active\nSubState=running\nNRestarts=0\nMainPID=11\n'
+                'ControlGroup=/system.slice/u.service\nFreezerState=running\n')
+
+
+def test_stopped_unit_is_hung(tmp_path):
+    proc, cgroup = _fake_proc(tmp_path, {11: 'T', 12: 'T', 13: 'S'})
+    state = rd.parse_systemctl_show(RUNNING_UNIT)
+    assert rd.unit_pids(state, cgroup) == [11, 12, 13]
+    problem = rd.hung_unit_problem(state, proc, cgroup)
+    assert problem.startswith('hung: 2 of its 3 processes are stopped (state T, SIGSTOP: pids 11, 12)')
+    assert 'SIGCONT (systemctl kill --signal=SIGCONT UNIT)' in problem
+    assert 'SIGCONT u.service)' not in problem
+    assert '--signal=SIGCONT u.service)' in rd.hung_unit_problem(state, proc, cgroup, 'u.service')
+
+
+def test_running_unit_is_not_hung(tmp_path):
+    proc, cgroup = _fake_proc(tmp_path, {11: 'S', 12: 'R'})
+    assert rd.hung_unit_problem(rd.parse_systemctl_show(RUNNING_UNIT), proc, cgroup) is None
+    # a failed unit is the unit problem's to report, not a hang
+    assert rd.hung_unit_problem({'ActiveState': 'failed', 'MainPID': '11'}, proc, cgroup) is None
+
+
+def test_main_pid_when_the_cgroup_cannot_be_read(tmp_path):
+    proc, _cgroup = _fake_proc(tmp_path, {11: 'T'})
+    state = rd.parse_systemctl_show(RUNNING_UNIT)
+    assert rd.unit_pids(state, str(tmp_path / 'nowhere')) == [11]
+    assert 'pids 11)' in rd.hung_unit_problem(state, proc, str(tmp_path / 'nowhere'))
+    assert rd.unit_pids({'MainPID': '0'}, str(tmp_path)) == []
+
+
+def test_frozen_unit_is_hung(tmp_path):
+    state = dict(rd.parse_systemctl_show(RUNNING_UNIT), FreezerState='frozen')
+    assert 'systemctl thaw u.service' in rd.hung_unit_problem(state, str(tmp_path), str(tmp_path), 'u.service')
+
+
+def test_stopped_unit_fails_at_once_without_a_request(tmp_path):
+    # A SIGSTOPped server accepts connections and answers nothing: a request would wait out its timeout. The unit
+    # is named before any request is sent.
+    proc, cgroup = _fake_proc(tmp_path, {11: 'T'})
+    systemd = FakeSystemd(RUNNING_UNIT, journal='Dec 03 sglang[11]: serving\n')
+    client = FakeClient({})
+    eps = [rd.Endpoint('http://h:30002', unit='sglang-decode-0.service')]
+    inspector = rd.SystemdInspector(systemd, proc_root=proc, cgroup_root=cgroup)
+    states, outcome = rd.Waiter(eps, client, timeout=60, interval=0.05, inspector=inspector).run()
+    assert outcome == 'fatal'
+    assert client.calls == []
+    msg = rd.failure_message(states, outcome, 60)
+    assert msg.startswith('Endpoint hung while waiting: sglang-decode-0.service (http://h:30002): '
+                          'sglang-decode-0.service hung: 1 of its 1 processes are stopped')
+    assert 'ActiveState=active' in msg and 'serving' in msg
+    assert 'systemctl kill --signal=SIGCONT sglang-decode-0.service' in msg
+
+
+def test_unit_stopped_while_waiting_is_named_after_the_probe(tmp_path):
+    proc, cgroup = _fake_proc(tmp_path, {11: 'S'})
+    systemd = FakeSystemd(RUNNING_UNIT)
+
+    def stop_then_time_out():
+        # SIGSTOP arrives while the request waits; it times out
+        (tmp_path / 'proc' / '11' / 'stat').write_text('11 (python3) T 1 2 3\n')
+        return 'timed out'
+
+    client = FakeClient({('GET', '/health'): stop_then_time_out})
+    eps = [rd.Endpoint('http://h:30002', unit='sglang-decode-0.service')]
+    inspector = rd.SystemdInspector(systemd, proc_root=proc, cgroup_root=cgroup)
+    states, outcome = rd.Waiter(eps, client, timeout=60, interval=0.05, inspector=inspector).run()
+    assert outcome == 'fatal'
+    assert states[0].attempts == 1
+    assert 'hung: 1 of its 1 processes are stopped' in states[0].fatal
+
+
+ROUTER_WORKERS = {
+    'prefill': [{'url': 'http://p:30000', 'name': 'prefill-0', 'unit': 'sglang-prefill-0.service',
+                 'inventory_host': 'hp', 'bootstrap_port': 8998}],
+    'decode': [{'url': 'http://d:30002', 'name': 'decode-0', 'unit': 'sglang-decode-0.service', 'inventory_host': 'hd'},
+               {'url': 'http://d:30012', 'name': 'decode-1', 'unit': 'sglang-decode-1.service', 'inventory_host': 'hd'}],
+}
+
+
+def _router_with_sick_decode(health_answer):
+    workers = {'workers': [
+        {'url': 'http://p:30000', 'worker_type': 'prefill', 'is_healthy': True},
+        {'url': 'http://d:30002', 'worker_type': 'decode', 'is_healthy': False},
+        {'url': 'http://d:30012', 'worker_type': 'decode', 'is_healthy': True},
+    ]}
+    client = FakeClient({('GET', '/workers'): (200, workers)})
+    answer = client._answer
+
+    def routed(method, url, payload=None):
+        if url == 'http://d:30002/health':
+            client.calls.append((method, url, payload))
+            return health_answer(method, url)
+        return answer(method, url, payload)
+
+    client._answer = routed
+    return client
+
+
+def test_router_names_the_worker_it_does_not_count_healthy():
+    client = _router_with_sick_decode(lambda m, u: HttpResult(m, u, None, error='connection refused'))
+    ok, state = probe('router', client, expected_prefill=1, expected_decode=2, workers=ROUTER_WORKERS)
+    assert ok is False and state.fatal is None
+    assert state.last_status == (
+        'GET /workers: prefill 1/1 healthy (expected 1), decode 1/2 healthy (expected 2); not healthy: decode decode-0 '
+        '(sglang-decode-0.service on hd, http://d:30002); decode decode-0 (sglang-decode-0.service on hd, '
+        'http://d:30002): GET /health -> connection refused')
+
+
+def test_router_worker_silent_for_the_hang_timeout_is_hung():
+    clock = [100.0]
+
+    def silent(method, url):
+        clock[0] += 4.0  # the request waited its whole timeout
+        return HttpResult(method, url, None, error='timed out')
+
+    client = _router_with_sick_decode(silent)
+    state = rd.EndpointState(rd.Endpoint('http://h:1', kind='router', expected_decode=2, workers=ROUTER_WORKERS))
+    state.hang_timeout = 10.0
+    assert rd.probe_router(client, state, True, 1e12, 0.25, clock=lambda: clock[0]) is False
+    assert state.fatal is None and 'answered nothing for 4 s' in state.last_status
+    rd.probe_router(client, state, True, 1e12, 0.25, clock=lambda: clock[0])
+    assert state.fatal is None
+    rd.probe_router(client, state, True, 1e12, 0.25, clock=lambda: clock[0])
+    assert state.fatal.startswith('decode decode-0 (sglang-decode-0.service on hd, http://d:30002) is hung: the router '
+                                  'does not count it healthy and it accepts connections but answered nothing to GET '
+                                  '/health for 12 s (hang_timeout 10s')
+    # no chat was sent through a router short of workers
+    assert '/v1/chat/completions' not in client.paths()
+
+
+def test_router_worker_that_answers_again_is_not_hung():
+    answers = iter([HttpResult('GET', 'u', None, error='timed out'), HttpResult('GET', 'u', 503, {}, b'')])
+    clock = [0.0]
+
+    def flaky(method, url):
+        clock[0] += 30.0
+        return next(answers)
+
+    client = _router_with_sick_decode(flaky)
+    state = rd.EndpointState(rd.Endpoint('http://h:1', kind='router', expected_decode=2, workers=ROUTER_WORKERS))
+    state.hang_timeout = 45.0
+    rd.probe_router(client, state, True, 1e12, 0.25, clock=lambda: clock[0])
+    rd.probe_router(client, state, True, 1e12, 0.25, clock=lambda: clock[0])
+    assert state.fatal is None
+    assert state.silent_since == {}
+    assert state.last_status.endswith('GET /health -> 503')
+
+
+def test_expected_worker_list_ignores_what_it_cannot_name():
+    assert rd.expected_worker_list(None) == []
+    assert rd.expected_worker_list({'prefill': [{'name': 'no-url'}], 'decode': [{'url': 'http://d:1/'}]}) == [
+        {'url': 'http://d:1', 'worker_type': 'decode', 'label': 'decode http://d:1', 'bootstrap_port': None}]
+    # A prefill worker keeps its bootstrap port: the wait registers it with it.
+    assert rd.expected_worker_list({'prefill': [{'url': 'http://p:1', 'bootstrap_port': 8998}]})[0]['bootstrap_port'] == 8998
