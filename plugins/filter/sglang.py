@@ -206,6 +206,10 @@ def ready_line(endpoint):
             else:
                 parts.append("%s %s" % (kind, value))
         line += " (workers: %s)" % ", ".join(parts)
+    startup = endpoint.get("startup")
+    if isinstance(startup, dict) and startup.get("line"):
+        # where the server's last start spent its time, as SGLang logged it (wait_ready's startup)
+        line += "; last start:" + str(startup["line"])[len(str(endpoint.get("name"))):]
     return line
 
 

@@ -18,6 +18,8 @@ workers and a real chat completion through it answers 200 with a choice.
 
 Endpoints are waited for in parallel threads. A ``pid`` that is gone, or a systemd ``unit``
 that is failed or inactive, ends the wait at once with the unit state and its last journal lines.
+A server with a ``unit`` also reports where its last start spent its time (``startup_phases``), and a server that
+runs out of time names the phase it was in.
 """
 
 import os
@@ -27,12 +29,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient, excerpt, join_url
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import count_workers, diagnose_http_failure
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import describe, startup_report
 
 ROUTER_PROMPT = 'What is 17*23? Number only.'
 NULL_MODE = 'null'
 PD_MODES = ('prefill', 'decode')
 MAX_GENERATION_BACKOFF = 5.0
 JOURNAL_LINES = 20
+# Lines read for a start's phases: a start logs a few dozen, a DeepGEMM pre-compile one per kernel group.
+STARTUP_JOURNAL_LINES = 2000
 UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'NRestarts')
 
 
@@ -73,6 +78,7 @@ class EndpointState(object):
         self.fatal = None
         self.unit_state = None
         self.journal = None
+        self.startup = None
         self.attempts = 0
         self.next_generation_at = 0.0
         self.generation_backoff = 0.0
@@ -95,6 +101,8 @@ class EndpointState(object):
             out['pid'] = ep.pid
         if self.journal is not None:
             out['journal'] = self.journal
+        if self.startup is not None:
+            out['startup'] = self.startup
         if self.fatal:
             out['failure'] = self.fatal
         return out
@@ -175,6 +183,19 @@ class SystemdInspector(object):
         if rc != 0 and not out:
             return ['(journalctl failed: %s)' % excerpt(err)]
         return [line for line in out.splitlines() if line.strip()][-lines:]
+
+    def startup(self, unit: str, name: str) -> Optional[Dict[str, Any]]:
+        """Where the unit's last start spent its time (startup_phases), with its one-line description."""
+        with self._lock:
+            rc, out, _err = self._run([self.systemctl, 'show', unit, '--no-pager',
+                                       '--property=ExecMainStartTimestampMonotonic'])
+            start = parse_systemctl_show(out).get('ExecMainStartTimestampMonotonic') if rc == 0 else None
+            rc, journal, _err = self._run([self.journalctl, '-u', unit, '-n', str(STARTUP_JOURNAL_LINES),
+                                           '-o', 'short-monotonic', '--no-pager'])
+        report = startup_report(start, journal.splitlines() if rc == 0 else [])
+        if report is not None:
+            report['line'] = describe(name, report)
+        return report
 
 
 # ---------------------------------------------------------------------------
@@ -360,6 +381,14 @@ class Waiter(object):
             except RuntimeError:
                 pass
 
+    def _record_startup(self, state):
+        """A model server's start-up phases from its unit's journal (not in check mode: that probes once only)."""
+        if state.endpoint.kind == 'server' and state.endpoint.unit and self.inspector is not None:
+            try:
+                state.startup = self.inspector.startup(state.endpoint.unit, state.endpoint.name)
+            except Exception:  # pylint: disable=broad-except
+                state.startup = None  # a report is extra: never the reason a wait fails
+
     def _probe_once(self, state, deadline):
         state.attempts += 1
         probe = self.probes[state.endpoint.kind]
@@ -376,6 +405,7 @@ class Waiter(object):
                     state.ready = True
                     state.seconds = self.clock() - self.started
                     self._record_unit(state)
+                    self._record_startup(state)
                     return
                 self._liveness(state)
                 if state.fatal:
@@ -383,6 +413,7 @@ class Waiter(object):
                     return
                 remaining = deadline - self.clock()
                 if remaining <= 0:
+                    self._record_startup(state)  # the phase it ran out of time in
                     return
                 self._stop.wait(min(self.interval, remaining))
         finally:
@@ -446,7 +477,8 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                     msg += '; last journal lines:\n' + '\n'.join(s.journal)
                 parts.append(msg)
         return 'Endpoint gone while waiting: ' + ' | '.join(parts)
-    waiting = ['%s (%s%s): %s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status)
+    waiting = ['%s (%s%s): %s%s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status,
+                                     '; start-up phase: %s' % s.startup['phase'] if s.startup else '')
                for s in states if not s.ready]
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))
 

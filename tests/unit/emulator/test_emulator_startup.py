@@ -68,7 +68,7 @@ def _together(compilers):
 
 
 def test_the_same_command_line_twice_takes_turns_through_the_locks(tmp_path):
-    first, second = (startup.Compiler(_args(), _env(tmp_path), compile_time=1.0) for _ in range(2))
+    first, second = (startup.Compiler(_args(), _env(tmp_path), compile_time=1.0) for dummy in range(2))
     assert _together([first, second]) == []
     assert len([c for c in first.compiled + second.compiled if c != startup.JIT_MODULE]) == 4
 
