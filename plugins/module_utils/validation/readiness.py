@@ -478,9 +478,12 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                 parts.append(msg)
         return 'Endpoint gone while waiting: ' + ' | '.join(parts)
     waiting = ['%s (%s%s): %s%s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status,
-                                     '; start-up phase: %s' % s.startup['phase'] if s.startup else '')
-               for s in states if not s.ready]
+                                   _startup_phase(s)) for s in states if not s.ready]
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))
+
+
+def _startup_phase(state: "EndpointState") -> str:
+    return '; start-up phase: %s' % state.startup['phase'] if state.startup else ''
 
 
 def _own_timeout(endpoint: Endpoint) -> str:
