@@ -446,7 +446,7 @@ def test_a_ready_server_says_where_its_start_went():
 
 
 def test_a_start_that_runs_out_of_time_names_its_phase():
-    systemd = FakeSystemd(UNIT_UP, journal=START_JOURNAL.split('[  109.1')[0])
+    systemd = FakeSystemd(UNIT_UP, journal=START_JOURNAL.split('[  109.1', maxsplit=1)[0])
     eps = [rd.Endpoint('http://127.0.0.1:30000', name='decode', unit='sglang-decode.service')]
     client = FakeClient({})  # nothing answers: the port is closed while the engine loads
     states, outcome = rd.Waiter(eps, client, timeout=0.3, interval=0.05, inspector=rd.SystemdInspector(systemd)).run()
