@@ -477,8 +477,11 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                     msg += '; last journal lines:\n' + '\n'.join(s.journal)
                 parts.append(msg)
         return 'Endpoint gone while waiting: ' + ' | '.join(parts)
-    waiting = ['%s (%s%s): %s%s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status,
-                                   _startup_phase(s)) for s in states if not s.ready]
+    waiting = []
+    for s in states:
+        if not s.ready:
+            parts = (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status, _startup_phase(s))
+            waiting.append('%s (%s%s): %s%s' % parts)
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))
 
 
