@@ -202,6 +202,21 @@ def sglang_pd():
               [("sum by (engine_type) (sglang:kv_used_tokens{%s})" % f, "used {{engine_type}}"),
                ("sum by (engine_type) (sglang:kv_available_tokens{%s})" % f, "available {{engine_type}}")],
               "sglang:kv_used_tokens and sglang:kv_available_tokens."),
+        ]), ("Start-up", False, [
+            P("Last start per instance (engine up)", "s",
+              [('max by (host, sglang_instance, engine_type) (sglang:startup_time_seconds{phase="tokenizer_e2e", %s})'
+                % f, "{{engine_type}} {{host}}/{{sglang_instance}}")],
+              "sglang:startup_time_seconds{phase=\"tokenizer_e2e\"}: seconds from the engine's start until it was up "
+              "(weights, kernel compiles, KV pool, CUDA graphs; the HTTP port opens then, the short warmup follows). "
+              "Set once per start: a start much longer than the one before points to a cold compile cache.",
+              kind="stat", width=12),
+            P("Start-up phases per instance", "s",
+              [('max by (host, sglang_instance, phase) (sglang:startup_time_seconds{phase=~"load_weight|'
+                'kv_cache_allocation", %s})' % f, "{{phase}} {{host}}/{{sglang_instance}}"),
+               ("sum by (host, sglang_instance) (sglang:startup_cuda_graph_time_seconds{%s})" % f,
+                "cuda_graph {{host}}/{{sglang_instance}}")],
+              "sglang:startup_time_seconds by phase (load_weight includes the DeepGEMM kernel pre-compile) and "
+              "sglang:startup_cuda_graph_time_seconds summed over its graph phases.", width=12),
         ])])
 
 

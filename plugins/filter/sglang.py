@@ -208,6 +208,10 @@ def ready_line(endpoint):
         line += " (workers: %s)" % ", ".join(parts)
     if endpoint.get("registered"):
         line += "; registered once up: %s" % ", ".join(endpoint["registered"])
+    startup = endpoint.get("startup")
+    if isinstance(startup, dict) and startup.get("line"):
+        # where the server's last start spent its time, as SGLang logged it (wait_ready's startup)
+        line += "; last start:" + str(startup["line"])[len(str(endpoint.get("name"))):]
     return line
 
 

@@ -78,6 +78,12 @@ options:
       - Where the units are; a venv one of them names is never prunable.
     type: path
     default: /etc/systemd/system
+  cache_root:
+    description:
+      - The model servers' compile cache root (C(sglang_cache_root)); its trees of the RV(prunable) venvs are returned as
+        RV(prunable_caches), to be removed with them.
+    type: path
+    version_added: 0.4.0
   package:
     description:
       - The distribution whose installed version is read from each venv.
@@ -164,6 +170,13 @@ prunable:
   returned: always, except with O(record_created)
   type: list
   elements: str
+prunable_caches:
+  description: The compile cache trees under O(cache_root) that belong to a RV(prunable) venv (C(sglang-<version>-<venv
+    digest>)); empty without O(cache_root) or when it does not exist.
+  returned: always, except with O(record_created)
+  type: list
+  elements: str
+  version_added: 0.4.0
 recorded:
   description: With O(record_created) - whether the venv is in the record now; otherwise the recorded venv names.
   returned: always
@@ -187,6 +200,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.problems import rep
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.venv_state import (
     judge,
     observe,
+    prunable_caches,
     record_created,
 )
 
@@ -205,6 +219,7 @@ def main():
             record_created=dict(type='path'),
             min_free_gb=dict(type='float', default=0),
             unit_dir=dict(type='path', default='/etc/systemd/system'),
+            cache_root=dict(type='path'),
             package=dict(type='str', default='sglang'),
             fail_on_problems=dict(type='bool', default=True),
         ),
@@ -220,6 +235,7 @@ def main():
                   current=decided['current'], previous=decided['previous'], prunable=decided['prunable'],
                   current_version=decided['current_version'], previous_version=decided['previous_version'],
                   venvs_in_use=decided['venvs_in_use'],
+                  prunable_caches=prunable_caches(params['cache_root'], decided['prunable']),
                   problems=decided['problems'], referenced=seen['referenced'], recorded=seen['recorded'])
     if 'target' in decided:
         result['target'] = decided['target']

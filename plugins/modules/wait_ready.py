@@ -234,6 +234,29 @@ endpoints:
       type: list
       elements: str
       returned: when the unit failed or stopped
+    startup:
+      description:
+        - Where a server's last start spent its time, read from its unit's journal since the unit's last start
+          (C(journalctl -o short-monotonic)), from the lines SGLang logs. Its keys are C(phase), C(ready_s),
+          C(phases) and C(line).
+        - C(phase) is where the start is now, for example C(loading weights), C(compiling DeepGEMM kernels),
+          C(capturing CUDA graphs), C(warming up, port open, /health 503) or C(ready). A server that runs out of time
+          is named with it in the failure message.
+        - C(ready_s) is the number of seconds from the unit's start to C(The server is fired up and ready to roll!).
+        - C(phases) holds the seconds SGLang measured (C(load_weight), C(kv_cache_allocation), C(cuda_graph), C(engine))
+          and two read from the journal's stamps, C(warmup) and C(kernel_compile). SGLang does not say whether a
+          compile cache was warm; C(kernel_compile) is the time from its first C(Try DeepGEMM JIT Compiling) line to
+          C(Load weight end).
+        - C(line) is one line to print.
+      type: dict
+      returned: for a server with I(unit), once it is ready or out of time (not in check mode)
+      sample:
+        phase: ready
+        ready_s: 12.8
+        phases: {"load_weight": 8.1, "kv_cache_allocation": 0.1, "cuda_graph": 1.5, "engine": 9.8, "warmup": 2.0,
+                 "kernel_compile": 3.0}
+        line: "prefill ready in 12.8 s: load weights 8.1 s (of which DeepGEMM kernels 3.0 s), KV cache 0.1 s,
+          CUDA graphs 1.5 s, warmup 2.0 s"
     failure:
       description: Why waiting stopped early for this endpoint.
       type: str

@@ -5,6 +5,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,6 +45,7 @@ def main(argv=None):
     import uvicorn
 
     from sglemu.app import Server, create_app
+    from sglemu.startup import Startup, StartupError
 
     log = logging.getLogger("sglang_emulator")
     # SGLang's rank 0 serves the torch.distributed rendezvous (c10d's TCPStore) on the port of
@@ -71,9 +73,25 @@ def main(argv=None):
         "SGLang emulator: model=%s served_model_name=%s mode=%s tp=%s port=%s",
         args.model_path, args.served_model_name, args.disaggregation_mode, args.tp_size,
         args.port)
+    # Like SGLang, the HTTP port opens only when the engine is up: connections are refused while it loads.
+    try:
+        timings = Startup(args, server.env, server.started).run()
+    except StartupError as exc:
+        log.error("Scheduler hit an exception: %s", exc)
+        log.error("Received sigquit from a child process. It usually means the child failed.")
+        return 1
+    server.engine_up(timings)
+    warmup = threading.Thread(target=server.warmup, args=(local_url(args.host, args.port),), daemon=True)
+    warmup.start()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
                 timeout_keep_alive=5, timeout_graceful_shutdown=1, access_log=False)
     return 0
+
+
+def local_url(host, port):
+    """Where the warmup reaches this server: a wildcard address is reached on loopback."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return "http://%s:%s" % ("[%s]" % host if ":" in host else host, port)
 
 
 if __name__ == "__main__":

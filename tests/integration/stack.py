@@ -13,6 +13,7 @@ what the units run; tests add or drop flags on top of them.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -199,6 +200,18 @@ class Emulator(_Process):
                  "extra_args": ["--log-level", "warning"]}
         defaults = cmdline_argv(server_args(instance, model))
         self.args = merge_args(defaults, args, drop)
+        # Compile caches of its own, as the role gives every instance (never the tester's ~/.cache/sglang),
+        # unless the test chooses them.
+        self.cache_dir = None
+        if not {"HOME", "SGLANG_CACHE_DIR", "SGLANG_JIT_CACHE_DIR"} & set(self.env):
+            self.cache_dir = tempfile.mkdtemp(prefix="pdserve-emulator-cache-")
+            self.env.update(SGLANG_CACHE_DIR=self.cache_dir,
+                            SGLANG_JIT_CACHE_DIR=os.path.join(self.cache_dir, "jit"))
+
+    def stop(self, timeout=10):
+        super().stop(timeout)
+        if self.cache_dir is not None:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     @property
     def url(self):

@@ -129,13 +129,16 @@ def test_server_and_model_info(servers):
 
 
 def test_load_delay_then_ready():
-    # its own server: the delay runs from process start, a shared one could be ready already
-    emu = _emulators([("null", (), {"SGLANG_EMULATOR_LOAD_DELAY": "5"})])[0]
+    # its own server: the delay runs from process start, a shared one could be ready already.
+    # Like SGLang, the port opens only once the engine is up: a loading server refuses connections.
+    emu = stack.Emulator("null", env={"SGLANG_EMULATOR_LOAD_DELAY": "5"}).start()
     try:
-        assert stack.http_get(emu.url + "/health")[0] == 503
-        assert stack.http_get(emu.url + "/health_generate")[0] == 503
-        status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
-        assert status == 503, payload
+        time.sleep(1.0)
+        assert emu.alive(), emu.log_tail()
+        assert stack.http_get(emu.url + "/health")[0] == 0  # connection refused
+        assert stack.http_get(emu.url + "/health_generate")[0] == 0
+        with pytest.raises(OSError, match="Connection refused"):
+            chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})
         emu.wait_healthy(30)
         assert stack.http_get(emu.url + "/health_generate")[0] == 200
         status, payload = chat(emu, {"messages": [{"role": "user", "content": QUESTION}]})

@@ -23,6 +23,7 @@ import re
 import tempfile
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import caches_of_venvs
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import fingerprint
 
 LINKS = ('current', 'previous')
@@ -251,3 +252,10 @@ def switch_sources(instances):
         fp = (info or {}).get('fingerprint') or {}
         out[name] = {'venv': fp.get('venv') or '', 'version': fp.get('sglang') or ''}
     return out
+
+
+def prunable_caches(cache_root, prunable):
+    """The compile cache trees under ``cache_root`` of the venvs that go (serving/caches.py names them by venv)."""
+    if not cache_root or not prunable or not os.path.isdir(cache_root):
+        return []
+    return caches_of_venvs(cache_root.rstrip('/'), os.listdir(cache_root), prunable)

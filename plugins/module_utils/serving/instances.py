@@ -13,6 +13,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import control_character, env_problems, problem, suggest
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import CACHE_VARIABLES
 
 MODES = ("prefill", "decode")
 UNIT_PREFIX = "sglang-"
@@ -169,6 +170,9 @@ def _check_fields(raw, var, host, problems):
                                 "e.g. env: {UCX_NET_DEVICES: mlx5_0:1}"))
     elif isinstance(env, dict):
         problems.extend(env_problems(host, "%s.env" % var, env))
+        for name in sorted(n for n in env if n in CACHE_VARIABLES):
+            problems.append(problem(host, "%s.env.%s" % (var, name), "is set by the collection for each instance (its own "
+                                    "compile caches, sglang_server_cache_root)", "leave it out of the instance's env"))
 
 
 def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = "127.0.0.1",

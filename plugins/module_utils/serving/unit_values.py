@@ -17,6 +17,8 @@ import difflib
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import CACHE_VARIABLES, root_problem
+
 # C0 controls and DEL: a line break ends a unit setting or an env file line, NUL truncates it, and the rest
 # (tab, escape, ...) is no part of any value this collection writes.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -318,6 +320,7 @@ def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dic
     for name, message, fix in env_problems(settings.get("env") or {}) if isinstance(settings.get("env") or {}, dict) else \
             [("", "must be a mapping of variable names to values, got %r" % (settings.get("env"),), "e.g. {NAME: value}")]:
         found.append((var("env") + ("." + name if name else ""), message, fix))
+    found.extend(_cache_problems(settings, var))
     for key in ("api_key", "hf_endpoint"):
         value = settings.get(key)
         if value in (None, ""):
@@ -330,4 +333,23 @@ def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dic
                           "write it on one line, without control characters"))
     for index, message in words_problems(settings.get("extra_args") if isinstance(settings.get("extra_args"), list) else []):
         found.append(("%s[%d]" % (var("extra_args"), index), message, "one word per item, on one line"))
+    return found
+
+
+def _cache_problems(settings, var):
+    """The compile cache root, and an env that would take the per-instance cache directories away (caches.py)."""
+    found = []
+    if settings.get("cache_root") not in (None, ""):
+        root = settings["cache_root"]
+        why = root_problem(root)
+        home = str(settings.get("home") or "").rstrip("/")
+        if why is None and home and (home == root or home.startswith(str(root) + "/")):
+            why = "is %s's own directory or one above it: its modes would change the home" % home
+        if why:
+            found.append((var("cache_root"), why, "a directory of its own, e.g. /var/lib/sglang/cache (the default)"))
+    env = settings.get("env")
+    for name in sorted(n for n in (env if isinstance(env, dict) else {}) if n in CACHE_VARIABLES):
+        found.append((var("env") + "." + name, "would put every instance's compile cache in one directory (two "
+                      "instances compiling into one directory crash, sglang#27604); the collection sets it per instance",
+                      "leave it out and move the caches with sglang_server_cache_root"))
     return found

@@ -23,6 +23,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline imp
     server_args,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit_values as V
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import instance_caches
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.nodes import rank_stop_timeout
 
 # Flags and paths are written bare for readability; anything else is quoted.
@@ -124,8 +125,9 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     ``settings``: launch_command, numa_binding, numactl_path, user, group, home,
     config_dir, unit_dir, restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
     limit_nofile, hardening (dict), env (dict: transfer + model environment), fingerprint (dict: sglang, venv,
-    model; written first into the env file).
-    Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines}.
+    model; written first into the env file), cache_root (the instance's compile caches go below it, keyed by the
+    fingerprint's sglang and venv; empty: SGLang's defaults under the home).
+    Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines, files, directories}.
     """
     _guard(settings, "sglang_server_", instance["unit"])
     launch = str(settings["launch_command"]).split()
@@ -161,6 +163,15 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         ("LimitNOFILE", settings["limit_nofile"]),
     ]
     hardening = dict(settings.get("hardening") or {})
+    writable = [("ReadWritePaths", settings["home"])]
+    caches = None
+    if settings.get("cache_root"):
+        fingerprint = settings.get("fingerprint") or {}
+        caches = instance_caches(str(settings["cache_root"]), fingerprint.get("sglang", ""),
+                                 str(fingerprint.get("venv", "")), instance["name"])
+        home = str(settings["home"]).rstrip("/") + "/"
+        if not (str(settings["cache_root"]) + "/").startswith(home):
+            writable.append(("ReadWritePaths", settings["cache_root"]))
     text = _render(
         SERVER_MARKER % instance["mode"],
         [
@@ -173,7 +184,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
             ("StartLimitIntervalSec", settings["start_limit_interval_sec"]),
             ("StartLimitBurst", settings["start_limit_burst"]),
         ],
-        service, exec_line, tail, hardening, [("ReadWritePaths", settings["home"])], instance["unit"])
+        service, exec_line, tail, hardening, writable, instance["unit"])
     variables = fingerprint_variables(settings.get("fingerprint"))
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
@@ -187,6 +198,9 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         merged["GLOO_SOCKET_IFNAME"] = instance["net_ifname"]
         merged["NCCL_SOCKET_IFNAME"] = instance["net_ifname"]
     merged.update(instance.get("env") or {})
+    if caches:
+        # Last: the collection's own per instance (the preflight refuses an inventory env that sets them).
+        merged.update(caches["env"])
     variables += sorted(merged.items())
     unit_path = "%s/%s" % (str(settings.get("unit_dir", "/etc/systemd/system")).rstrip("/"), instance["unit"])
     env_text = _render_env_of(instance["unit"], SERVER_MARKER % instance["mode"],
@@ -201,6 +215,8 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         "env_text": env_text,
         "files": _files(settings, env_file, env_text, unit_path, text),
         "argv_lines": lines if not numactl else lines[1:],
+        "directories": [{"path": path, "owner": settings["user"], "group": settings["group"], "mode": "0750"}
+                        for path in (caches["directories"] if caches else [])],
     }
 
 

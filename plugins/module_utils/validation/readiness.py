@@ -29,6 +29,9 @@ refuses connections or answers 503; a hung one accepts and answers nothing):
 * a router endpoint given the expected ``workers`` names each one it does not count healthy, asks
   those for ``GET /health`` itself, and fails when one accepted the connection but answered nothing
   for ``hang_timeout`` seconds (the module runs on the router host, which reaches every worker).
+
+A server with a ``unit`` also reports where its last start spent its time (``startup_phases``), and a server that
+runs out of time names the phase it was in.
 """
 
 import os
@@ -39,12 +42,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient, excerpt, join_url
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import add_payload, find_worker, registering
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.chat_checks import count_workers, diagnose_http_failure
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import describe, startup_report
 
 ROUTER_PROMPT = 'What is 17*23? Number only.'
 NULL_MODE = 'null'
 PD_MODES = ('prefill', 'decode')
 MAX_GENERATION_BACKOFF = 5.0
 JOURNAL_LINES = 20
+# Lines read for a start's phases: a start logs a few dozen, a DeepGEMM pre-compile one per kernel group.
+STARTUP_JOURNAL_LINES = 2000
 UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'NRestarts')
 # Read with the state: where the unit's processes are, to tell a stopped (hung) unit from a live one.
 PROCESS_PROPERTIES = ('MainPID', 'ControlGroup', 'FreezerState')
@@ -94,6 +100,7 @@ class EndpointState(object):
         self.fatal = None
         self.unit_state = None
         self.journal = None
+        self.startup = None
         self.attempts = 0
         self.next_generation_at = 0.0
         self.generation_backoff = 0.0
@@ -122,6 +129,8 @@ class EndpointState(object):
             out['pid'] = ep.pid
         if self.journal is not None:
             out['journal'] = self.journal
+        if self.startup is not None:
+            out['startup'] = self.startup
         if self.fatal:
             out['failure'] = self.fatal
         if self.registered:
@@ -267,6 +276,19 @@ class SystemdInspector(object):
         if rc != 0 and not out:
             return ['(journalctl failed: %s)' % excerpt(err)]
         return [line for line in out.splitlines() if line.strip()][-lines:]
+
+    def startup(self, unit: str, name: str) -> Optional[Dict[str, Any]]:
+        """Where the unit's last start spent its time (startup_phases), with its one-line description."""
+        with self._lock:
+            rc, out, _err = self._run([self.systemctl, 'show', unit, '--no-pager',
+                                       '--property=ExecMainStartTimestampMonotonic'])
+            start = parse_systemctl_show(out).get('ExecMainStartTimestampMonotonic') if rc == 0 else None
+            rc, journal, _err = self._run([self.journalctl, '-u', unit, '-n', str(STARTUP_JOURNAL_LINES),
+                                           '-o', 'short-monotonic', '--no-pager'])
+        report = startup_report(start, journal.splitlines() if rc == 0 else [])
+        if report is not None:
+            report['line'] = describe(name, report)
+        return report
 
 
 # ---------------------------------------------------------------------------
@@ -512,6 +534,14 @@ class Waiter(object):
             except RuntimeError:
                 pass
 
+    def _record_startup(self, state):
+        """A model server's start-up phases from its unit's journal (not in check mode: that probes once only)."""
+        if state.endpoint.kind == 'server' and state.endpoint.unit and self.inspector is not None:
+            try:
+                state.startup = self.inspector.startup(state.endpoint.unit, state.endpoint.name)
+            except Exception:  # pylint: disable=broad-except
+                state.startup = None  # a report is extra: never the reason a wait fails
+
     def _probe_once(self, state, deadline):
         state.attempts += 1
         probe = self.probes[state.endpoint.kind]
@@ -549,6 +579,7 @@ class Waiter(object):
                     state.ready = True
                     state.seconds = self.clock() - self.started
                     self._record_unit(state)
+                    self._record_startup(state)
                     return
                 self._liveness(state)
                 if state.fatal:
@@ -556,6 +587,7 @@ class Waiter(object):
                     return
                 remaining = deadline - self.clock()
                 if remaining <= 0:
+                    self._record_startup(state)  # the phase it ran out of time in
                     return
                 self._stop.wait(min(self.interval, remaining))
         finally:
@@ -621,9 +653,16 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
                 parts.append(msg)
         hung = all(' hung' in s.fatal for s in states if s.fatal)
         return 'Endpoint %s while waiting: ' % ('hung' if hung else 'gone') + ' | '.join(parts)
-    waiting = ['%s (%s%s): %s' % (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status)
-               for s in states if not s.ready]
+    waiting = []
+    for s in states:
+        if not s.ready:
+            parts = (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status, _startup_phase(s))
+            waiting.append('%s (%s%s): %s%s' % parts)
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))
+
+
+def _startup_phase(state: "EndpointState") -> str:
+    return '; start-up phase: %s' % state.startup['phase'] if state.startup else ''
 
 
 def _own_timeout(endpoint: Endpoint) -> str:

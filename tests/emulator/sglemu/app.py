@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 import time
+import urllib.request
 import uuid
 
 from fastapi import FastAPI, Request
@@ -103,7 +104,6 @@ class Server:
         self.fake_transfer = args.disaggregation_transfer_backend == "fake"
         # A server's time to ready runs from its process start: the emulator's own imports are part of the delay.
         self.started = time.monotonic() - process_age()
-        self.load_delay = env_float(self.env, "SGLANG_EMULATOR_LOAD_DELAY", 0.0)
         self.never_ready = self.env.get("SGLANG_EMULATOR_NEVER_READY") == "1"
         self.hang = self.env.get("SGLANG_EMULATOR_HANG") == "1"
         self.fail_5xx = self.env.get("SGLANG_EMULATOR_FAIL_5XX") == "1"
@@ -128,7 +128,7 @@ class Server:
         self._prefix_cache = collections.OrderedDict()
         self._recent = collections.deque(maxlen=32)  # (cached, prompt) tokens of recent requests
         self.bootstrap = None
-        self._ready_logged = False
+        self._warm = threading.Event()  # SGLang's ServerStatus.Up: set when the warmup request is done
         self._generated_tokens = 0
         self._window_start = time.monotonic()
 
@@ -156,13 +156,31 @@ class Server:
             timer.start()
 
     def ready(self):
+        return self._warm.is_set()
+
+    def engine_up(self, timings):
+        """The engine is loaded (sglemu.startup ran): its start-up gauges, before the port opens."""
+        self.metrics.set_startup_time(timings)
+
+    def warmup(self, url, sleep=time.sleep):
+        """SGLang's _wait_and_warmup, run once the port is bound: wait until /model_info answers, generate
+        once, then say so. /health answers 503 until then. SGLANG_EMULATOR_NEVER_READY: the warmup never ends."""
+        if not self.args.skip_server_warmup:
+            headers = {"Authorization": "Bearer " + self.args.api_key} if self.args.api_key else {}
+            while True:
+                sleep(0.05)  # SGLang polls once a second; shorter here so tests stay quick
+                try:
+                    request = urllib.request.Request(url + "/model_info", headers=headers)
+                    with urllib.request.urlopen(request, timeout=5) as response:
+                        if response.status == 200:
+                            break
+                except (OSError, ValueError):
+                    continue
+            model.generate({"kind": "generate", "text": "The capital city of France is"}, self.knobs)
         if self.never_ready:
-            return False
-        ok = time.monotonic() - self.started >= self.load_delay
-        if ok and not self._ready_logged:
-            self._ready_logged = True
-            log.info("The server is fired up and ready to roll!")
-        return ok
+            return
+        self._warm.set()
+        log.info("The server is fired up and ready to roll!")
 
     # ---- request state ---------------------------------------------------------------------
     def chat_state(self, body):

@@ -91,6 +91,11 @@ CATALOG = {
                                     SCHEDULER, (), None),
     "sglang:context_len": ("gauge", "The context length.", SCHEDULER, (), None),
     "sglang:page_size": ("gauge", "The page size.", SCHEDULER, (), None),
+    # start-up phases: set once, when the engine is up (TokenizerManager.set_startup_time)
+    "sglang:startup_time_seconds": ("gauge", "Engine startup duration by phase in seconds.", TOKENIZER,
+                                    ("phase",), None),
+    "sglang:startup_cuda_graph_time_seconds": ("gauge", "CUDA graph capture duration by phase in seconds.",
+                                               TOKENIZER, ("phase",), None),
     # scheduler histograms and counters
     "sglang:queue_time_seconds": ("histogram", "Histogram of queueing time in seconds.", SCHEDULER, (),
                                   _QUEUE),
@@ -136,8 +141,8 @@ CATALOG = {
                                            TOKENIZER, ("is_streaming",), _E2E),
 }
 # Gauges with a sample from startup (SGLang logs scheduler stats from the start and emits the
-# constants once); everything else appears with its first event.
-STARTUP_GAUGES = tuple(n for n, spec in CATALOG.items() if spec[0] == "gauge")
+# constants once); everything else appears with its first event (the start-up phases when the engine is up).
+STARTUP_GAUGES = tuple(n for n, spec in CATALOG.items() if spec[0] == "gauge" and not spec[3])
 _TYPES = {"gauge": Gauge, "counter": Counter, "histogram": Histogram}
 
 
@@ -181,6 +186,13 @@ class Metrics:
 
     def observe(self, name, value, **extra):
         self._child(name, extra).observe(value)
+
+    def set_startup_time(self, timings):
+        """What 0.5.23's emit_startup_time sets from the engine's start-up timings."""
+        for phase in ("load_weight", "kv_cache_allocation", "scheduler_e2e", "tokenizer_e2e"):
+            self.set("sglang:startup_time_seconds", timings[phase], phase=phase)
+        for phase, seconds in timings["cuda_graph"].items():
+            self.set("sglang:startup_cuda_graph_time_seconds", seconds, phase=phase)
 
     def value(self, name, **extra):
         """The current value of a gauge or counter sample (for the emulator's own bookkeeping)."""

@@ -64,6 +64,14 @@ from sglang import _standin
 if __name__ == "__main__":
     sys.exit(_standin.main(sys.argv[1:]))
 '''
+COMPILE_DEEP_GEMM = '''"""python -m sglang.compile_deep_gemm: the stand-in's emulated DeepGEMM pre-compile."""
+import sys
+
+from sglemu import compile_deep_gemm
+
+if __name__ == "__main__":
+    sys.exit(compile_deep_gemm.main(sys.argv[1:]))
+'''
 SERVER_ARGS = '''"""ServerArgs.add_cli_args: SGLang 0.5.23's launch_server options, from the emulator's recorded list."""
 from sglemu import cli
 
@@ -80,6 +88,7 @@ def _files(version, broken):
         "sglang/__init__.py": INIT.format(version=version),
         "sglang/_standin.py": STANDIN.format(broken=bool(broken)),
         "sglang/launch_server.py": LAUNCH,
+        "sglang/compile_deep_gemm.py": COMPILE_DEEP_GEMM,
         "sglang/version.py": '__version__ = "%s"\n' % version,
         "sglang/srt/__init__.py": "",
         "sglang/srt/server_args.py": SERVER_ARGS,

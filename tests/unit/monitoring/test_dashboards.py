@@ -152,3 +152,14 @@ def test_names_check_can_fail():
     assert metric_names.unknown(metric_names.names('smg_http_responses_total{status="500"}')) == []
     with pytest.raises(ValueError):
         metric_names.parse("rate(up[$__rate_interval])")
+
+
+def test_the_start_times_per_instance_are_shown():
+    """Issue 20: where each instance's start went, from the gauges SGLang sets once its engine is up."""
+    panels = dict((p["title"], p) for p in PANEL_QUERIES.panels(BOARDS["pdserve-sglang-pd"]))
+    last = [t["expr"] for t in panels["Last start per instance (engine up)"]["targets"]]
+    phases = [t["expr"] for t in panels["Start-up phases per instance"]["targets"]]
+    assert last == ['max by (host, sglang_instance, engine_type) (sglang:startup_time_seconds{phase="tokenizer_e2e", '
+                    'model_name=~"$model_name", host=~"$host"})']
+    assert any("sglang:startup_cuda_graph_time_seconds" in e for e in phases)
+    assert any('phase=~"load_weight|kv_cache_allocation"' in e for e in phases)

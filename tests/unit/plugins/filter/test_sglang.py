@@ -295,6 +295,11 @@ def test_ready_line():
     # Workers are only summarised for the router.
     assert F.ready_line({"name": "s", "url": "u", "ready": True, "seconds": 2, "kind": "server",
                          "details": {"workers": {"decode": 1}}}) == "s u ready in 2.0 s"
+    # A server's last start, as wait_ready read it from its journal.
+    startup = {"line": "sglang-decode.service ready in 12.8 s: load weights 8.0 s, warmup 2.0 s"}
+    assert F.ready_line({"name": "sglang-decode.service", "url": "u", "ready": True, "seconds": 3, "kind": "server",
+                         "startup": startup}) == (
+        "sglang-decode.service u ready in 3.0 s; last start: ready in 12.8 s: load weights 8.0 s, warmup 2.0 s")
 
 
 def test_router_tls_filters_find_community_crypto_and_name_the_certificate():

@@ -307,3 +307,15 @@ def test_a_rollback_without_a_previous_link_is_refused(tmp_path):
     target = os.path.join(root, "previous")
     (found,) = vs.judge("gpu", vs.observe(instances, root, units, target=target), target, must_exist=True)["problems"]
     assert found["message"] == "%s does not exist: there is no venv to return to" % target
+
+
+def test_the_compile_caches_of_a_pruned_venv_go_with_it(tmp_path):
+    from ansible_collections.pdserve.sglang.plugins.module_utils.operations.venv_state import prunable_caches
+    from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import cache_key
+    old, kept = "/opt/sglang/venvs/sglang-0.5.22", "/opt/sglang/venvs/sglang-0.5.23"
+    for name in (cache_key("0.5.22", old), cache_key("git v1", old), cache_key("0.5.23", kept), "mine"):
+        (tmp_path / name).mkdir()
+    assert prunable_caches(str(tmp_path), [old]) == sorted(str(tmp_path / cache_key(v, old)) for v in ("0.5.22", "git v1"))
+    assert prunable_caches(str(tmp_path), []) == []
+    assert prunable_caches(str(tmp_path / "missing"), [old]) == []
+    assert prunable_caches(None, [old]) == []

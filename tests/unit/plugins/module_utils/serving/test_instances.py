@@ -431,6 +431,14 @@ def test_env_that_an_environment_file_cannot_hold(env, name, message):
     assert problems[0]["fix"]
 
 
+@pytest.mark.parametrize("name", ["SGLANG_CACHE_DIR", "SGLANG_JIT_CACHE_DIR", "SGLANG_DG_CACHE_DIR"])
+def test_an_instance_env_cannot_take_its_compile_caches_elsewhere(name):
+    """The collection gives each instance its own caches: one set here could be another instance's (sglang#27604)."""
+    problems = one_decode_problem(env={name: "/srv/shared"})
+    assert [p["variable"] for p in problems] == ["sglang_decode_instances[decode].env." + name]
+    assert "sglang_server_cache_root" in problems[0]["message"]
+
+
 def test_env_with_plain_values_is_fine():
     assert one_decode_problem(env={"UCX_NET_DEVICES": "mlx5_0:1", "NCCL_DEBUG": "INFO", "SGLANG_X": 1}) == []
 

@@ -661,3 +661,37 @@ def test_expected_worker_list_ignores_what_it_cannot_name():
         {'url': 'http://d:1', 'worker_type': 'decode', 'label': 'decode http://d:1', 'bootstrap_port': None}]
     # A prefill worker keeps its bootstrap port: the wait registers it with it.
     assert rd.expected_worker_list({'prefill': [{'url': 'http://p:1', 'bootstrap_port': 8998}]})[0]['bootstrap_port'] == 8998
+
+
+START_JOURNAL = (
+    "[  101.000000] h sglang[2]: Load weight begin. avail mem=79.11 GB\n"
+    "[  109.000000] h sglang[2]: Load weight end. elapsed=8.00 s, type=DeepseekV4ForCausalLM\n"
+    "[  109.100000] h sglang[2]: Memory pool end. avail mem=7.62 GB\n"
+    "[  110.800000] h sglang[2]: Engine startup timings (s): load_weight=8.00, kv_cache_allocation=0.10, "
+    "scheduler_e2e=9.70, cuda_graph={prefill=0.00, decode=1.50}, tokenizer_e2e=9.80\n"
+    "[  112.800000] h sglang[2]: The server is fired up and ready to roll!\n")
+UNIT_UP = 'LoadState=loaded\nActiveState=active\nSubState=running\nExecMainStartTimestampMonotonic=100000000\n'
+
+
+def test_a_ready_server_says_where_its_start_went():
+    systemd = FakeSystemd(UNIT_UP, journal=START_JOURNAL)
+    eps = [rd.Endpoint('http://h:1', name='prefill', unit='sglang-prefill.service')]
+    states, outcome = rd.Waiter(eps, FakeClient(server_routes('prefill')), timeout=10, interval=0.05,
+                                inspector=rd.SystemdInspector(systemd)).run()
+    assert outcome == 'ready'
+    startup = states[0].as_dict()['startup']
+    assert startup['ready_s'] == 12.8 and startup['phases']['warmup'] == 2.0
+    assert startup['line'] == ('prefill ready in 12.8 s: load weights 8.0 s, KV cache 0.1 s, CUDA graphs 1.5 s, '
+                               'warmup 2.0 s')
+    assert ['journalctl', '-u', 'sglang-prefill.service', '-n', '2000', '-o', 'short-monotonic', '--no-pager'] \
+        in systemd.calls
+
+
+def test_a_start_that_runs_out_of_time_names_its_phase():
+    systemd = FakeSystemd(UNIT_UP, journal=START_JOURNAL.split('[  109.1', maxsplit=1)[0])
+    eps = [rd.Endpoint('http://127.0.0.1:30000', name='decode', unit='sglang-decode.service')]
+    client = FakeClient({})  # nothing answers: the port is closed while the engine loads
+    states, outcome = rd.Waiter(eps, client, timeout=0.3, interval=0.05, inspector=rd.SystemdInspector(systemd)).run()
+    assert outcome == 'timeout'
+    msg = rd.failure_message(states, outcome, 0.3)
+    assert msg.endswith('; start-up phase: allocating the KV cache'), msg
