@@ -118,11 +118,15 @@ def main(argv=None):
     with open(args.load, encoding="utf-8") as handle:
         result = json.load(handle)
     kills = [{"url": url, "t": t} for url, t in _pairs(args.kill)]
-    out = verdict(result, kills, dict(_pairs(args.restarted)))
+    return report(verdict(result, kills, dict(_pairs(args.restarted))), args.json_path)
+
+
+def report(out, json_path=""):
+    """Print a verdict's lines, write it as JSON where asked; the exit status: 0 when it passed."""
     for line in out["lines"]:
         print(line)
-    if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as handle:
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as handle:
             json.dump(out, handle)
     return 0 if out["passed"] else 1
 

@@ -84,13 +84,7 @@ def main(argv=None):
     (url_cont, continued), = crash_report._pairs([args.continued])  # pylint: disable=protected-access
     if url_cont != url:
         parser.error("--stopped and --continued name different workers (%s, %s)" % (url, url_cont))
-    out = verdict(result, url, stopped, continued)
-    for line in out["lines"]:
-        print(line)
-    if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as handle:
-            json.dump(out, handle)
-    return 0 if out["passed"] else 1
+    return crash_report.report(verdict(result, url, stopped, continued), args.json_path)
 
 
 if __name__ == "__main__":
