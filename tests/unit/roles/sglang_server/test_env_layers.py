@@ -77,6 +77,20 @@ def test_each_instance_has_its_env_file(rendered):
     assert sorted(p.name for p in rendered.glob("*.env")) == ["decode.env", "prefill-0.env", "prefill-1.env"]
 
 
+# Set by the collection for every instance, over every layer (serving/caches.py): not part of the layering.
+CACHES = ("SGLANG_CACHE_DIR", "SGLANG_JIT_CACHE_DIR", "SGLANG_DG_CACHE_DIR")
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_instance_env_over_model_env_over_transfer_env(rendered, name):
-    assert _env(rendered / ("%s.env" % name)) == EXPECTED[name]
+    env = _env(rendered / ("%s.env" % name))
+    assert dict((k, v) for k, v in env.items() if k not in CACHES) == EXPECTED[name]
+
+
+def test_each_instance_compiles_into_caches_of_its_own(rendered):
+    caches = dict((name, dict((k, _env(rendered / ("%s.env" % name))[k]) for k in CACHES)) for name in EXPECTED)
+    for name, env in caches.items():
+        assert env["SGLANG_CACHE_DIR"].endswith("/" + name)
+        assert env["SGLANG_JIT_CACHE_DIR"] == env["SGLANG_CACHE_DIR"] + "/jit"
+        assert env["SGLANG_DG_CACHE_DIR"] == env["SGLANG_CACHE_DIR"] + "/deep_gemm"
+    assert len(set(env["SGLANG_CACHE_DIR"] for env in caches.values())) == len(EXPECTED)
