@@ -12,9 +12,9 @@ as wait_ready, so a unit that dies fails at once with its journal.
 "The server is fired up and ready to roll!": the best estimate of how long the server is away when it restarts.
 """
 
-import re
 import time
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import lines_since_start
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import (
     JOURNAL_LINES,
     Endpoint,
@@ -23,7 +23,6 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readines
 )
 
 READY_MESSAGE = 'The server is fired up and ready to roll!'
-_MONOTONIC = re.compile(r'^\[\s*(\d+(?:\.\d+)?)\]')
 
 
 class RestartError(Exception):
@@ -37,19 +36,9 @@ class RestartError(Exception):
 def last_load_seconds(start_monotonic_usec, journal_lines, message=READY_MESSAGE):
     """Seconds from the unit's last start (systemd's ExecMainStartTimestampMonotonic, in µs) to the first
     ready line after it, from ``journalctl -o short-monotonic`` lines; None when there is none."""
-    try:
-        start = int(start_monotonic_usec) / 1e6
-    except (TypeError, ValueError):
-        return None
-    if start <= 0:
-        return None
-    for line in journal_lines or []:
-        match = _MONOTONIC.match(line)
-        if not match or message not in line:
-            continue
-        stamp = float(match.group(1))
-        if stamp >= start:
-            return round(stamp - start, 3)
+    for seconds, text in lines_since_start(start_monotonic_usec, journal_lines) or []:
+        if message in text:
+            return round(seconds, 3)
     return None
 
 

@@ -33,7 +33,7 @@ _MARKERS = (
 BEFORE = 'starting: imports, distributed init, the port closed'
 
 
-def _since_start(start_usec: Any, lines: List[str]):
+def lines_since_start(start_usec: Any, lines: List[str]):
     """``[(seconds since the unit's start, text)]`` of the lines logged since then; None without a start time."""
     try:
         start = int(start_usec) / 1e6
@@ -52,7 +52,7 @@ def _since_start(start_usec: Any, lines: List[str]):
 def startup_report(start_usec: Any, lines: List[str]) -> Optional[Dict[str, Any]]:
     """What the last start did: ``phase`` (where it is now), ``ready_s`` (None until ready), ``phases`` (seconds per
     phase SGLang measured, plus ``warmup`` and ``kernel_compile`` from the journal's stamps); None without a start."""
-    seen = _since_start(start_usec, lines)
+    seen = lines_since_start(start_usec, lines)
     if seen is None:
         return None
     phase, stamps = BEFORE, {}
