@@ -29,6 +29,9 @@ THRESHOLDS = {
     "queue_for": ("5m", "how long the waiting queue must stay above queue_reqs"),
     "kv_cache_usage": (0.95, "decode KV cache (token) usage, 0..1"),
     "kv_cache_for": ("10m", "how long the decode KV cache must stay above the usage"),
+    "slow_start_ratio": (2.0, "a start this many times longer than the instance's quickest in slow_start_window"),
+    "slow_start_window": ("1d", "how far back the quickest start of an instance is looked for"),
+    "slow_start_min_seconds": (300, "starts shorter than this never alert"),
     "pd_failure_window": ("5m", "window in which one KV-transfer or bootstrap failure alerts"),
     "pd_stuck_for": ("5m", "how long a bootstrap/transfer queue may hold requests while none completes"),
     "gpu_exporter_down_for": ("5m", "how long the GPU exporter must fail before GPUExporterDown"),
@@ -195,6 +198,22 @@ def rule_groups(params):
         "The decode server's token usage stayed above %s for %s: new requests wait in the prealloc queue and "
         "running ones may be retracted." % (_num(th["kv_cache_usage"]), th["kv_cache_for"]),
         runbook, th["kv_cache_for"]))
+    # The gauge is set once per start and held until the next one: the window's minimum is the quickest start the
+    # instance made in it (this one included), so the alert lasts until that quicker start leaves the window.
+    started = 'max by (host, sglang_instance, engine_type) (%s(sglang:startup_time_seconds{phase="tokenizer_e2e"}%s))'
+    lat.append(_alert(
+        "SGLangSlowStart",
+        "%s\n> %s * %s\nand %s > %s" % (
+            started % ("", ""), _num(th["slow_start_ratio"]),
+            started % ("min_over_time", "[%s]" % th["slow_start_window"]), started % ("", ""),
+            _num(th["slow_start_min_seconds"])),
+        "warning",
+        "{{ $labels.engine_type }} server {{ $labels.host }}/{{ $labels.sglang_instance }} took "
+        "{{ $value | humanizeDuration }} to start",
+        "Its last start (sglang:startup_time_seconds, phase tokenizer_e2e) took more than %s times its quickest "
+        "start of the last %s: a cold kernel cache (a new venv, a removed cache directory), a slower model "
+        "download or storage, or a GPU in trouble." % (_num(th["slow_start_ratio"]), th["slow_start_window"]),
+        runbook))
 
     pd = []
     f = th["pd_failure_window"]
