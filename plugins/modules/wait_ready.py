@@ -133,6 +133,22 @@ options:
         a router on its worker counts.
     type: bool
     default: true
+  start_margin:
+    description:
+      - A server whose last measured start (C(startup.ready_s), from its journal) times this is more than the time
+        the wait gives it warns (C(start_warnings)), because its next cold start may run out of time. Only a
+        warning, so the rendered settings do not follow each measurement and a rerun stays unchanged.
+    type: float
+    default: 1.5
+    version_added: 0.4.0
+  timeout_variables:
+    description:
+      - The settings a O(start_margin) warning asks to raise, for example the role variable behind the servers'
+        timeout and a router limit that must stay at least as long.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
 attributes:
   check_mode:
     support: full
@@ -267,6 +283,15 @@ endpoints:
       elements: str
       returned: when it registered one
       sample: ["http://10.0.0.12:30002"]
+start_warnings:
+  description: The O(start_margin) warnings, one per server whose last start came too close to its time limit.
+  returned: when there is one
+  type: list
+  elements: str
+  sample:
+    - "decode-0: its last start took 1300.0 s (its journal), and sglang_server_wait_timeout gives it 1800 s, less
+      than 1.5 times that: raise sglang_server_wait_timeout to at least 1950"
+  version_added: 0.4.0
 elapsed:
   description: Seconds the module waited in total.
   returned: always
@@ -287,6 +312,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readines
     failure_message,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_set import wanted_workers
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import limit_warnings
 
 
 def argument_spec():
@@ -312,6 +338,8 @@ def argument_spec():
         hang_timeout=dict(type='float', default=60),
         interval=dict(type='float', default=0.25),
         generate=dict(type='bool', default=True),
+        start_margin=dict(type='float', default=1.5),
+        timeout_variables=dict(type='list', elements='str', default=[]),
     )
     return spec
 
@@ -324,6 +352,8 @@ def validate_params(module):
         module.fail_json(msg='hang_timeout must be greater than 0, got %s' % params['hang_timeout'])
     if params['interval'] <= 0:
         module.fail_json(msg='interval must be greater than 0, got %s' % params['interval'])
+    if params['start_margin'] < 1:
+        module.fail_json(msg='start_margin must be at least 1, got %s' % params['start_margin'])
     if not params['endpoints']:
         module.fail_json(msg='endpoints is empty: give at least one endpoint to wait for')
     names = set()
@@ -382,6 +412,15 @@ def run_module(module):
                   elapsed=round(waiter.elapsed, 3))
     if outcome != 'ready':
         module.fail_json(msg=failure_message(states, outcome, params['timeout']), **result)
+    warnings = []
+    for state in states:
+        if state.endpoint.kind == 'server':
+            warnings.extend(limit_warnings(state.endpoint.name, state.startup, waiter.timeout_of(state.endpoint),
+                                           params['start_margin'], params['timeout_variables']))
+    for warning in warnings:
+        module.warn(warning)
+    if warnings:
+        result['start_warnings'] = warnings
     module.exit_json(msg='all %d endpoints ready in %.2fs' % (len(states), waiter.elapsed), **result)
 
 

@@ -99,3 +99,19 @@ def summary(report: Dict[str, Any]) -> str:
     if report['ready_s'] is not None:
         return ' ready in %.1f s%s' % (report['ready_s'], (': ' + ', '.join(parts)) if parts else '')
     return ' not ready: %s%s' % (report['phase'], (' (so far: ' + ', '.join(parts) + ')') if parts else '')
+
+
+def limit_warnings(name: str, report: Optional[Dict[str, Any]], limit_s: float, margin: float,
+                   variables: List[str]) -> List[str]:
+    """A warning when the server's last measured start (``ready_s``) times ``margin`` is more than the time it is
+    given (``limit_s``): the next cold start may not make it. It names ``variables``, the settings to raise together.
+    Only a measurement warns, never the rendering, so a rerun changes nothing because of it."""
+    if not report or report.get('ready_s') is None or margin <= 0:
+        return []
+    needed = round(report['ready_s'] * margin, 3)
+    if needed <= limit_s:
+        return []
+    named = ' and '.join(variables) if variables else 'the wait\'s timeout'
+    return ['%s: its last start took %.1f s (its journal), and %s %s it %.0f s, less than %g times that: '
+            'raise %s to at least %d' % (name, report['ready_s'], named, 'give' if len(variables) > 1 else 'gives',
+                                         limit_s, margin, named, int(needed + 0.999))]

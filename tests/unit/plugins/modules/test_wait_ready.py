@@ -181,3 +181,42 @@ def test_unit_without_systemctl(sglang, monkeypatch, run):
     result, failed = run({'endpoints': [{'url': sglang['url'], 'unit': 'sglang-decode.service'}]})
     assert failed
     assert 'systemctl is not on this host' in result['msg']
+
+
+def _journal_of_a_start(monkeypatch):
+    """systemctl and journalctl of a unit that started at 100 s and was ready 12.8 s later."""
+    lines = ("[  101.000000] h sglang[2]: Load weight begin. avail mem=79.11 GB\n"
+             "[  112.800000] h sglang[2]: The server is fired up and ready to roll!\n")
+
+    def run_command(self, args, **kwargs):
+        if args[1] == 'show':
+            return 0, ('LoadState=loaded\nActiveState=active\nSubState=running\nResult=success\n'
+                       'ExecMainStartTimestampMonotonic=100000000\n'), ''
+        return 0, lines, ''
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: '/usr/bin/' + name)
+
+
+def test_a_last_start_near_the_timeout_warns_naming_the_variables(sglang, monkeypatch, run):
+    _journal_of_a_start(monkeypatch)
+    warned = []
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warned.append(text))
+    result, failed = run({'endpoints': [{'url': sglang['url'], 'name': 'decode-0', 'unit': 'sglang-decode.service'}],
+                          'timeout': 15, 'timeout_variables': ['sglang_server_wait_timeout']})
+    assert not failed, result['msg']
+    assert result['endpoints'][0]['startup']['ready_s'] == 12.8
+    assert warned == result['start_warnings'] == [
+        'decode-0: its last start took 12.8 s (its journal), and sglang_server_wait_timeout gives it 15 s, less than '
+        '1.5 times that: raise sglang_server_wait_timeout to at least 20']
+    assert result['changed'] is False
+
+
+def test_a_last_start_well_within_the_timeout_is_quiet(sglang, monkeypatch, run):
+    _journal_of_a_start(monkeypatch)
+    warned = []
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warned.append(text))
+    result, failed = run({'endpoints': [{'url': sglang['url'], 'name': 'decode-0', 'unit': 'sglang-decode.service'}],
+                          'timeout': 20, 'timeout_variables': ['sglang_server_wait_timeout']})
+    assert not failed, result['msg']
+    assert warned == [] and 'start_warnings' not in result

@@ -52,3 +52,18 @@ def test_a_start_that_is_not_ready_names_its_phase():
 def test_without_a_start_time_there_is_no_report():
     assert S.startup_report(0, LINES) is None and S.startup_report("n/a", LINES) is None
     assert S.describe("x", None) == "x: no start-up lines in its journal"
+
+
+def test_a_start_too_close_to_its_limit_warns_naming_what_to_raise():
+    report = S.startup_report(START_USEC, LINES)  # ready in 12.8 s
+    (warning,) = S.limit_warnings("decode-0", report, 15, 1.5, ["sglang_server_wait_timeout", "router_limit"])
+    assert warning == ("decode-0: its last start took 12.8 s (its journal), and sglang_server_wait_timeout and "
+                       "router_limit give it 15 s, less than 1.5 times that: raise sglang_server_wait_timeout and "
+                       "router_limit to at least 20")
+
+
+def test_a_start_within_its_margin_or_not_measured_is_quiet():
+    report = S.startup_report(START_USEC, LINES)
+    assert S.limit_warnings("decode-0", report, 19.2, 1.5, ["v"]) == []
+    assert S.limit_warnings("decode-0", S.startup_report(START_USEC, LINES[:3]), 1, 1.5, ["v"]) == []
+    assert S.limit_warnings("decode-0", None, 1, 1.5, ["v"]) == []
