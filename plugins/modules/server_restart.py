@@ -104,6 +104,15 @@ previous_load_seconds:
   returned: always
   type: float
   sample: 212.5
+startup:
+  description:
+    - Where the new start spent its time, read from the unit's journal as M(pdserve.sglang.wait_ready) reads it
+      (C(phase), C(ready_s), C(phases), C(line)).
+  returned: when it restarted and the journal holds SGLang's start-up lines
+  type: dict
+  sample: {"phase": "ready", "ready_s": 12.8, "line": "sglang-decode.service ready in 12.8 s: load weights 8.1 s, KV cache
+    0.1 s, CUDA graphs 1.5 s, warmup 2.0 s", "phases": {"load_weight": 8.1, "warmup": 2.0}}
+  version_added: 0.4.0
 unit_state:
   description: The unit's state (LoadState, ActiveState, SubState, Result, ExecMainStatus, NRestarts) when ready.
   returned: when it restarted

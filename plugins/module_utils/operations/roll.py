@@ -14,6 +14,7 @@ that clients reach the new version before it is validated (it never leaves the r
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import summary as startup_summary
 
 ORDERS = ("inventory", "decode_first", "pairs")
 
@@ -165,6 +166,14 @@ def roll_report(records, before=(), after=()):
     return [_report_line(**workers[name]) for name in order]
 
 
+def _start(restarted):
+    """`` (start: load weights 8.1 s, ...)``: where the new start spent its time (server_restart's ``startup``)."""
+    report = restarted.get("startup")
+    if not report or report.get("ready_s") is None:
+        return ""
+    return " (start:%s)" % startup_summary(report).replace(" ready in", "", 1)
+
+
 def _report_line(worker, records, first, last):
     parts = []
     served = 0
@@ -175,8 +184,8 @@ def _report_line(worker, records, first, last):
         prefix = "restart %d%s: " % (number + 1, "" if record.get("ok", True) else " (failed)") \
             if len(records) > 1 or not record.get("ok", True) else ""
         if worker.get("plain"):
-            parts.append("%srestarted in place (the only %s worker), away %s"
-                         % (prefix, worker["mode"], _seconds(restarted.get("restart_to_ready"))))
+            parts.append("%srestarted in place (the only %s worker), away %s%s"
+                         % (prefix, worker["mode"], _seconds(restarted.get("restart_to_ready")), _start(restarted)))
         else:
             held = idle.get("in_flight_at_start") or 0
             text = "%sdrain %s" % (prefix, _seconds(idle.get("seconds")))
@@ -184,7 +193,7 @@ def _report_line(worker, records, first, last):
                 text += " (%d request(s) finished after it left the router" % held
                 text += (", %d cut)" % idle.get("in_flight", 0)) if not idle.get("idle", True) else ")"
             parts.append(text)
-            parts.append("restart-to-ready %s" % _seconds(restarted.get("restart_to_ready")))
+            parts.append("restart-to-ready %s%s" % (_seconds(restarted.get("restart_to_ready")), _start(restarted)))
         if idle.get("requests_total") is None:
             known = False
         else:

@@ -88,4 +88,6 @@ class ServerRestarter(object):
             raise RestartError('%s did not come back after its restart: %s' % (unit, failure_message(states, outcome, timeout)),
                                details)
         details['restart_to_ready'] = round(waiter.started + state.seconds - started, 3)
+        if state.startup:
+            details['startup'] = state.startup  # where this start spent its time, as SGLang logged it
         return details

@@ -167,3 +167,14 @@ def test_a_worker_out_of_service_is_rolled_without_the_routers_and_is_no_peer():
 
 def test_workers_in_service_are_marked_so():
     assert all(w["in_service"] is True for w in roll_plan(stack())["workers"])
+
+
+def test_the_report_says_where_each_new_start_spent_its_time():
+    d0 = roll_plan(stack())["workers"][2]
+    startup = {"phase": "ready", "ready_s": 12.8, "phases": {"load_weight": 8.1, "kv_cache_allocation": 0.1,
+                                                           "cuda_graph": 1.5, "engine": 9.8, "warmup": 2.0}}
+    records = [[{"worker": d0, "idle": {"seconds": 1.0, "requests_total": 2},
+                 "restarted": {"restart_to_ready": 13.1, "startup": startup}}]]
+    line, = roll_report(records, [], [])
+    assert ("restart-to-ready 13.1 s (start: 12.8 s: load weights 8.1 s, KV cache 0.1 s, CUDA graphs 1.5 s, "
+            "warmup 2.0 s)") in line

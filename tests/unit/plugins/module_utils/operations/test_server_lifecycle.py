@@ -76,6 +76,8 @@ def test_restart_then_wait_until_it_generates():
     assert system.calls.index(["daemon-reload"]) < system.calls.index(["restart", "sglang-decode-0.service"])
     assert details["restart_to_ready"] >= details["restart_seconds"] >= 0
     assert details["unit_state"]["ActiveState"] == "active"
+    # the new start's phases, from the journal lines after the unit's start (the scripted one: ready after 213.75 s)
+    assert details["startup"]["ready_s"] == 213.75 and details["startup"]["phase"] == "ready"
 
 
 def test_a_unit_that_dies_fails_at_once_with_its_journal():
