@@ -21,6 +21,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import local_host, reach_host
 
 JOBS = ("sglang-prefill", "sglang-decode", "sglang-router", "node", "gpu", "prometheus", "alertmanager")
+SGLANG_JOBS = JOBS[:3]
 # Prometheus 2.x negotiates a format in which prometheus_client (SGLang's /metrics) writes sample names with
 # '_' instead of ':' (prometheus/client_python#1177): store them under SGLang's own names again.
 SGLANG_RELABEL = [
@@ -176,6 +177,18 @@ def targets(topology, monitoring_host, settings=None):
     return found, problems
 
 
+def _sglang_interval(prom):
+    """The SGLang jobs' own ``scrape_interval`` (and a timeout within it): ``sglang_scrape_interval`` seconds where
+    that is shorter than the global interval (0: the global one). Their queues and latency histograms change with
+    every request, and a server or router that just became ready is seen sooner."""
+    interval = int(prom.get("scrape_interval", 15))
+    mine = int(prom.get("sglang_scrape_interval") or 0)
+    if mine <= 0 or mine >= interval:
+        return {}
+    return {"scrape_interval": "%ds" % mine,
+            "scrape_timeout": "%ds" % min(int(prom.get("scrape_timeout", 10)), mine)}
+
+
 def scrape_configs(found, settings=None):
     """Prometheus ``scrape_configs`` for the targets, one job each, SGLang jobs with the name fix."""
     settings = _settings(settings)
@@ -194,6 +207,8 @@ def scrape_configs(found, settings=None):
                                     for t in mine]
         if job in ("sglang-prefill", "sglang-decode"):
             config["metric_relabel_configs"] = [dict(r) for r in SGLANG_RELABEL]
+        if job in SGLANG_JOBS:
+            config.update(_sglang_interval(settings["prometheus"]))
         configs.append(config)
     return configs
 

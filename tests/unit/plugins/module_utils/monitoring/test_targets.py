@@ -147,6 +147,24 @@ def test_scrape_configs_fix_sglang_names_and_carry_labels():
         {"targets": ["127.0.0.1:30000"], "labels": {"host": "box", "role": "prefill", "sglang_instance": "prefill"}}]
 
 
+@pytest.mark.parametrize("prom, want", [
+    ({"scrape_interval": 15, "scrape_timeout": 10, "sglang_scrape_interval": 5},
+     {"scrape_interval": "5s", "scrape_timeout": "5s"}),
+    ({"scrape_interval": 15, "scrape_timeout": 3, "sglang_scrape_interval": 5},
+     {"scrape_interval": "5s", "scrape_timeout": "3s"}),
+    ({"scrape_interval": 2, "scrape_timeout": 2, "sglang_scrape_interval": 5}, {}),  # the global one is shorter
+    ({"scrape_interval": 15, "scrape_timeout": 10, "sglang_scrape_interval": 0}, {}),
+])
+def test_sglang_jobs_get_their_own_shorter_interval(prom, want):
+    topo = build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS)
+    conf = settings(prometheus=prom)
+    by_job = dict((c["job_name"], c) for c in mt.scrape_configs(mt.targets(topo, "box", conf)[0], conf))
+    for job in ("sglang-prefill", "sglang-decode", "sglang-router"):
+        assert dict((k, by_job[job][k]) for k in ("scrape_interval", "scrape_timeout") if k in by_job[job]) == want
+    for job in ("node", "gpu", "prometheus"):
+        assert "scrape_interval" not in by_job[job] and "scrape_timeout" not in by_job[job]
+
+
 def test_prometheus_scrapes_itself_with_its_own_credentials():
     topo = build_topology(ONE_HOST, ONE_HOST_GROUPS, defaults=TOPOLOGY_DEFAULTS)
     auth = {"basic_auth": {"username": "pdserve", "password": "p"}}
