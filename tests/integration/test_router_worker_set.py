@@ -155,6 +155,13 @@ def test_the_wait_registers_a_server_that_came_up_between_the_routers_own_retrie
     endpoint = rd.Endpoint(router.url, kind="router", workers=workers, register=True, model=stack.MODEL)
     try:
         router.start()
+        # The prefill server is up already: the router lists it at its start (on a busy machine a moment after its
+        # port opens; a wait probing before that would register it too).
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+                w.get("url") == servers["prefill"].url and w.get("is_healthy")
+                for w in (router.workers() or {}).get("workers") or []):
+            time.sleep(0.05)
         started = time.monotonic()
         loading.start()
         states, outcome = rd.Waiter([endpoint], client, timeout=60, interval=0.25).run()

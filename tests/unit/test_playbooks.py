@@ -72,7 +72,8 @@ PLAY_MODES = "{{ group_names | pdserve.sglang.play_modes(ansible_run_tags, ansib
 def test_server_tags_deploy_servers_and_end_validated(tag):
     tasks = _tasks(_playbook("-i", "inventories/blackwell", "--list-tasks", "--tags", tag))
     # One play deploys and one waits for both modes of a host; which modes follows the run's tags (play_modes below).
-    assert any(play == SERVERS and "sglang_server : Write" in task for play, task in tasks), tasks
+    assert any(play == SERVERS and "sglang_server : Create the account, check the command lines and write" in task
+               for play, task in tasks), tasks
     # The router is not configured, only asked whether it sees its workers, then chat is validated.
     assert not any(task.startswith("pdserve.sglang.sglang_router :") for _play, task in tasks), tasks
     assert (SERVERS, "Wait for this host's model servers at once") in tasks, tasks
