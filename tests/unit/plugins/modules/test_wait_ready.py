@@ -183,8 +183,9 @@ def test_unit_without_systemctl(sglang, monkeypatch, run):
     assert 'systemctl is not on this host' in result['msg']
 
 
-def _journal_of_a_start(monkeypatch):
-    """systemctl and journalctl of a unit that started at 100 s and was ready 12.8 s later."""
+def _wait_after_a_start(monkeypatch, run, url, timeout):
+    """wait_ready on a unit that started at 100 s and was ready 12.8 s later (systemctl and journalctl scripted):
+    (result, failed, the warnings it gave)."""
     lines = ("[  101.000000] h sglang[2]: Load weight begin. avail mem=79.11 GB\n"
              "[  112.800000] h sglang[2]: The server is fired up and ready to roll!\n")
 
@@ -194,16 +195,17 @@ def _journal_of_a_start(monkeypatch):
                        'ExecMainStartTimestampMonotonic=100000000\n'), ''
         return 0, lines, ''
 
+    warned = []
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: '/usr/bin/' + name)
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warned.append(text))
+    result, failed = run({'endpoints': [{'url': url, 'name': 'decode-0', 'unit': 'sglang-decode.service'}],
+                          'timeout': timeout, 'timeout_variables': ['sglang_server_wait_timeout']})
+    return result, failed, warned
 
 
 def test_a_last_start_near_the_timeout_warns_naming_the_variables(sglang, monkeypatch, run):
-    _journal_of_a_start(monkeypatch)
-    warned = []
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warned.append(text))
-    result, failed = run({'endpoints': [{'url': sglang['url'], 'name': 'decode-0', 'unit': 'sglang-decode.service'}],
-                          'timeout': 15, 'timeout_variables': ['sglang_server_wait_timeout']})
+    result, failed, warned = _wait_after_a_start(monkeypatch, run, sglang['url'], 15)
     assert not failed, result['msg']
     assert result['endpoints'][0]['startup']['ready_s'] == 12.8
     assert warned == result['start_warnings'] == [
@@ -213,10 +215,6 @@ def test_a_last_start_near_the_timeout_warns_naming_the_variables(sglang, monkey
 
 
 def test_a_last_start_well_within_the_timeout_is_quiet(sglang, monkeypatch, run):
-    _journal_of_a_start(monkeypatch)
-    warned = []
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, text: warned.append(text))
-    result, failed = run({'endpoints': [{'url': sglang['url'], 'name': 'decode-0', 'unit': 'sglang-decode.service'}],
-                          'timeout': 20, 'timeout_variables': ['sglang_server_wait_timeout']})
+    result, failed, warned = _wait_after_a_start(monkeypatch, run, sglang['url'], 20)
     assert not failed, result['msg']
     assert warned == [] and 'start_warnings' not in result
