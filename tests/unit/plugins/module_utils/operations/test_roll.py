@@ -171,8 +171,8 @@ def test_workers_in_service_are_marked_so():
 
 def test_the_report_says_where_each_new_start_spent_its_time():
     d0 = roll_plan(stack())["workers"][2]
-    startup = {"phase": "ready", "ready_s": 12.8, "phases": {"load_weight": 8.1, "kv_cache_allocation": 0.1,
-                                                           "cuda_graph": 1.5, "engine": 9.8, "warmup": 2.0}}
+    phases = {"load_weight": 8.1, "kv_cache_allocation": 0.1, "cuda_graph": 1.5, "engine": 9.8, "warmup": 2.0}
+    startup = {"phase": "ready", "ready_s": 12.8, "phases": phases}
     records = [[{"worker": d0, "idle": {"seconds": 1.0, "requests_total": 2},
                  "restarted": {"restart_to_ready": 13.1, "startup": startup}}]]
     line, = roll_report(records, [], [])
