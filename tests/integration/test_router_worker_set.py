@@ -44,7 +44,8 @@ def as_list(workers):
 
 
 def listed(router):
-    return sorted((w["worker_type"], w["url"], w["is_healthy"]) for w in router.workers()["workers"])
+    """The router's workers as (type, url, healthy); none while it does not answer GET /workers yet."""
+    return sorted((w["worker_type"], w["url"], w["is_healthy"]) for w in (router.workers() or {}).get("workers") or [])
 
 
 def chat(router):
@@ -157,11 +158,8 @@ def test_the_wait_registers_a_server_that_came_up_between_the_routers_own_retrie
         router.start()
         # The prefill server is up already: the router lists it at its start (on a busy machine a moment after its
         # port opens; a wait probing before that would register it too).
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not any(
-                w.get("url") == servers["prefill"].url and w.get("is_healthy")
-                for w in (router.workers() or {}).get("workers") or []):
-            time.sleep(0.05)
+        assert wait_listed(router, [("prefill", servers["prefill"].url, True)], timeout=10) == [
+            ("prefill", servers["prefill"].url, True)]
         started = time.monotonic()
         loading.start()
         states, outcome = rd.Waiter([endpoint], client, timeout=60, interval=0.25).run()

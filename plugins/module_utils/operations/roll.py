@@ -14,7 +14,7 @@ that clients reach the new version before it is validated (it never leaves the r
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
-from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import summary as startup_summary
+from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import phase_parts
 
 ORDERS = ("inventory", "decode_first", "pairs")
 
@@ -167,11 +167,12 @@ def roll_report(records, before=(), after=()):
 
 
 def _start(restarted):
-    """`` (start: load weights 8.1 s, ...)``: where the new start spent its time (server_restart's ``startup``)."""
+    """`` (start: 12.8 s: load weights 8.1 s, ...)``: where the new start spent its time (server_restart's ``startup``)."""
     report = restarted.get("startup")
     if not report or report.get("ready_s") is None:
         return ""
-    return " (start:%s)" % startup_summary(report).replace(" ready in", "", 1)
+    parts = phase_parts(report)
+    return " (start: %.1f s%s)" % (report["ready_s"], (": " + ", ".join(parts)) if parts else "")
 
 
 def _report_line(worker, records, first, last):
