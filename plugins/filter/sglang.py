@@ -8,6 +8,10 @@ where it is unit-tested; each filter here converts Ansible's values and reports 
 a filter error naming the variables, never as a traceback.
 """
 
+import copy
+import json
+import multiprocessing
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import roll as serving_roll
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations import venv_state
@@ -30,15 +34,49 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.units impor
 )
 
 
+# One task's results, by their inputs. A role's derived values name the topology and the units many times in one task
+# (the router's file plan named the topology 48 times), and each time would read every serving host's variables and
+# build every unit again. A task runs in a worker process of its own, forked for that task and host, where the
+# inventory and the facts cannot change: there the first result stands for the rest. Never in ansible-playbook's own
+# process, which lives through every task.
+_TASK_RESULTS = {}
+
+
+def _in_task_worker():
+    return multiprocessing.parent_process() is not None
+
+
+def _once_per_task(name, inputs, build):
+    """build(), or a copy of its result for the same inputs earlier in this task (see _TASK_RESULTS)."""
+    key = None
+    if _in_task_worker():
+        try:
+            key = json.dumps([name, inputs], sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            key = None
+    if key is not None and key in _TASK_RESULTS:
+        return copy.deepcopy(_TASK_RESULTS[key])
+    result = build()
+    if key is not None:
+        _TASK_RESULTS[key] = copy.deepcopy(result)
+    return result
+
+
 def serving_topology(hostvars, groups, defaults, group_names=None):
     """The serving topology of the inventory (see plugins/module_utils/serving/topology.py).
 
     ``defaults``: sglang_topology_defaults (role pdserve.sglang.sglang_defaults), the value of each per-host variable
     the topology reads for a host that does not set it.
     """
-    groups = dict(groups or {})
+    groups = {name: list(hosts or []) for name, hosts in dict(groups or {}).items()}
     names = dict(GROUPS)
     names.update(group_names or {})
+    # hostvars is one object for the whole task: its identity stands for the variables it holds.
+    return _once_per_task("serving_topology", [id(hostvars), groups, dict(defaults or {}), names],
+                          lambda: _build_serving_topology(hostvars, groups, defaults, names))
+
+
+def _build_serving_topology(hostvars, groups, defaults, names):
     wanted = set()
     for group in names.values():
         wanted.update(groups.get(group) or [])
@@ -66,7 +104,9 @@ def server_units(topology, inventory_host, mode, model, settings):
     for mode in modes:
         if mode not in ("prefill", "decode"):
             raise AnsibleFilterError("mode must be prefill or decode, got %r" % (mode,))
-    return [server_unit(inst, model or {}, settings) for mode in modes for inst in entry[mode]]
+    model, settings = dict(model or {}), dict(settings or {})
+    return _once_per_task("server_units", [entry, modes, model, settings],
+                          lambda: [server_unit(inst, model, settings) for mode in modes for inst in entry[mode]])
 
 
 def router_unit_files(topology, inventory_host, settings):

@@ -71,6 +71,51 @@ def test_serving_topology_over_hostvars_and_groups(inventory):
     assert [w["url"] for w in topology["workers"]["decode"]] == ["http://10.0.0.21:30002"]
 
 
+@pytest.fixture
+def task_worker(monkeypatch):
+    """As in a worker process of ansible-playbook (one task, one host), with this test's results only."""
+    monkeypatch.setattr(F, "_in_task_worker", lambda: True)
+    monkeypatch.setattr(F, "_TASK_RESULTS", {})
+
+
+def test_serving_topology_is_built_once_per_task_for_the_same_inputs(inventory, task_worker):
+    host_vars, groups = inventory("multinode")
+    hostvars = FakeHostVars(host_vars)
+    first = F.serving_topology(hostvars, groups, defaults=TOPOLOGY_DEFAULTS)
+    reads = len(hostvars.read)
+    first["workers"]["decode"].clear()  # a caller's change does not reach the next caller
+    again = F.serving_topology(hostvars, groups, defaults=TOPOLOGY_DEFAULTS)
+    assert len(hostvars.read) == reads
+    assert again == build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)
+    other = dict(TOPOLOGY_DEFAULTS, sglang_router_port=TOPOLOGY_DEFAULTS.get("sglang_router_port", 30001) + 1)
+    F.serving_topology(hostvars, groups, defaults=other)
+    assert len(hostvars.read) > reads, "other defaults are other inputs: built again"
+
+
+def test_serving_topology_is_built_every_time_in_ansible_playbooks_own_process(inventory, monkeypatch):
+    monkeypatch.setattr(F, "_TASK_RESULTS", {})
+    assert not F._in_task_worker()  # pytest's process is nobody's child process
+    host_vars, groups = inventory("multinode")
+    hostvars = FakeHostVars(host_vars)
+    F.serving_topology(hostvars, groups, defaults=TOPOLOGY_DEFAULTS)
+    reads = len(hostvars.read)
+    F.serving_topology(hostvars, groups, defaults=TOPOLOGY_DEFAULTS)
+    assert len(hostvars.read) == 2 * reads and F._TASK_RESULTS == {}
+
+
+def test_server_units_are_built_once_per_task_for_the_same_inputs(inventory, task_worker, monkeypatch):
+    host_vars, groups = inventory("multinode")
+    topology = build_topology(host_vars, groups, defaults=TOPOLOGY_DEFAULTS)
+    built = []
+    real = F.server_unit
+    monkeypatch.setattr(F, "server_unit", lambda *args: built.append(args) or real(*args))
+    first = F.server_units(topology, "gpu-decode-1", "decode", {"path": "/m"}, SERVER_SETTINGS)
+    assert F.server_units(topology, "gpu-decode-1", "decode", {"path": "/m"}, SERVER_SETTINGS) == first
+    assert len(built) == len(first) == 1
+    F.server_units(topology, "gpu-decode-1", "decode", {"path": "/other"}, SERVER_SETTINGS)
+    assert len(built) == 2
+
+
 def test_serving_topology_reads_only_the_serving_hosts():
     hostvars = FakeHostVars({"gpu": {"sglang_decode_instances": [{"name": "d", "port": 30002}]}, "monitor": {"x": 1}})
     topology = F.serving_topology(hostvars, {"sglang_decode": ["gpu"], "monitoring": ["monitor"], "all": ["gpu", "monitor"]}, defaults=TOPOLOGY_DEFAULTS)
