@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """A directory of wheels served as a PEP 503 simple index, for the multihost stand's dead-index stage.
@@ -118,7 +117,7 @@ def make_handler(root, hold, log):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--root", required=True, help="the directory of wheels")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--bind", default="0.0.0.0")

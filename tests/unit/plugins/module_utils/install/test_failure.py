@@ -53,8 +53,9 @@ OTHER = {"rc": 1, "cmd": PIP + ["sglang==90.0.4"], "stdout": "",
          "stderr": "ERROR: Could not find a version that satisfies the requirement sglang==90.0.4 (from versions: 90.0.1)\n"}
 
 
-def explain(result, entry=ROOMY, args=PIP):
-    return X.explain(result, "decode", VENV, entry, args, 2, 5, MARKER)
+def explain(result, entry=None, args=None):
+    return X.explain(result, "decode", VENV, ROOMY if entry is None else entry, PIP if args is None else args, 2, 5,
+                     MARKER)
 
 
 def test_a_full_filesystem_is_named_with_its_free_space():
@@ -116,7 +117,7 @@ def test_anything_else_gives_pips_return_code_and_last_lines():
     assert message.splitlines()[0] == "pip failed on decode (rc 1) installing into %s." % VENV
     assert message.splitlines()[-1].endswith("(from versions: 90.0.1)")
     assert X.cause({"msg": "boom"}, None) == "other"
-    assert explain({"msg": "boom"}, None).splitlines()[-1] == "  boom"
+    assert X.explain({"msg": "boom"}, "decode", VENV, None, PIP, 2, 5, MARKER).splitlines()[-1] == "  boom"
 
 
 def test_the_filter_reads_the_first_disk_entry_and_rejects_what_is_not_a_result():
