@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, pdserve.sglang developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Filter of the sglang_install role: a thin wrapper over plugins/module_utils/install/plan.py."""
+"""Filters of the sglang_install role: thin wrappers over plugins/module_utils/install/plan.py and failure.py."""
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.pdserve.sglang.plugins.module_utils.install import lock as pip_lock
+from ansible_collections.pdserve.sglang.plugins.module_utils.install.failure import explain
 from ansible_collections.pdserve.sglang.plugins.module_utils.install.plan import plan, profile, unmet_requirements
 
 
@@ -51,8 +52,19 @@ def pip_unmet(requirements, facts):
     return unmet_requirements([str(r) for r in requirements], dict((facts or {}).get("venv_packages") or {}))
 
 
+def install_failure(result, host, venv, facts, pip_args, retries, timeout, marker):
+    """Why a venv step failed, for an operator (see install_failure.yml)."""
+    if not isinstance(result, dict):
+        raise AnsibleFilterError("install_failure: input must be the failed task's result, got %r" % (result,))
+    if facts is not None and not isinstance(facts, dict):
+        raise AnsibleFilterError("install_failure: facts must be the result of pdserve.sglang.install_facts, got %r" % (facts,))
+    disk = ((facts or {}).get("disk") or [None])[0]
+    return explain(dict(result), str(host), str(venv), disk, [str(a) for a in pip_args or []], retries, timeout, str(marker))
+
+
 class FilterModule(object):
     """pdserve.sglang filters of the install layer."""
 
     def filters(self):
-        return {"install_plan": install_plan, "install_profile": install_profile, "pip_unmet": pip_unmet}
+        return {"install_plan": install_plan, "install_profile": install_profile, "pip_unmet": pip_unmet,
+                "install_failure": install_failure}

@@ -15,9 +15,10 @@ description:
     O(cuda_home) or on E(PATH), with its release), git, a C compiler, the free disk for a list of paths, whether
     some paths and users exist and who owns the paths (the role reads who owns the venv's C(lib/) to convert a venv
     an earlier version gave the service user), and the umask.
-  - Free disk - each entry of O(disk) is checked on the filesystem of its nearest existing ancestor. Entries on one
-    filesystem add up. A path that exists already asks for nothing (what it is for is there), so a rerun never
-    fails on space.
+  - Free disk - each entry of O(disk) is checked on the filesystem of its nearest existing ancestor, named by its mount
+    point, type and source (from C(/proc/self/mountinfo)), with its size and free bytes. Entries on one filesystem add
+    up. A path that exists already (O(disk[].present), without O(disk[].incomplete)) asks for nothing (what it is for
+    is there), so a rerun never fails on space.
   - Judges nothing and fails only on bad arguments; the role turns these facts and its settings into problems.
   - Results are returned as plain keys and as the fact C(pdserve_install).
 author:
@@ -67,6 +68,16 @@ options:
         description: GiB it needs while it does not exist.
         type: float
         required: true
+      present:
+        description:
+          - The path whose existence says what the entry is for is in place (default O(disk[].path)), for example a
+            venv's C(bin/python), so an empty directory or a mount point where the venv goes still needs its space.
+        type: str
+      incomplete:
+        description:
+          - A marker an interrupted install leaves; while it exists the entry needs its space, even where
+            O(disk[].present) exists.
+        type: str
   paths:
     description:
       - Paths whose existence, type, owner, group and mode are returned in RV(paths).
@@ -222,6 +233,15 @@ disk:
       description: The other entries on the same filesystem.
       type: list
       elements: str
+    free_bytes:
+      description: Free bytes on that filesystem (for messages about small filesystems).
+      type: int
+    size_bytes:
+      description: Size of that filesystem in bytes.
+      type: int
+    filesystem:
+      description: The mount that holds the measured path, C({mount, fstype, source}) (empty strings when unknown).
+      type: dict
     ok:
       description: Whether the free space covers RV(disk[].need_gb_total).
       type: bool
@@ -278,6 +298,8 @@ def argument_spec():
             name=dict(type="str", required=True),
             path=dict(type="str", required=True),
             min_free_gb=dict(type="float", required=True),
+            present=dict(type="str"),
+            incomplete=dict(type="str"),
         )),
         paths=dict(type="list", elements="path", default=[]),
         users=dict(type="list", elements="str", default=[]),

@@ -115,27 +115,82 @@ def cuda_toolkit(run: Callable[..., Any], which: Callable[[str], Optional[str]],
     return info
 
 
-def disk(entries: List[Dict[str, Any]], usage: Callable[[str], Any] = shutil.disk_usage) -> List[Dict[str, Any]]:
-    """Free space for each ``{name, path, min_free_gb}``.
+MOUNTINFO = "/proc/self/mountinfo"
 
-    A path that exists already asks for nothing (what it is for is there: a rerun must not fail).
+
+def _unescape_mount(text: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as octal escapes (``\\040``)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def mount_table(text: str) -> List[Dict[str, str]]:
+    """``[{mount, fstype, source}]`` from the text of ``/proc/self/mountinfo``, in its order (a later line over the
+    same mount point is the mount on top)."""
+    table = []
+    for line in (text or "").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(tail) < 2:
+            continue
+        table.append({"mount": _unescape_mount(fields[4]), "fstype": tail[0], "source": _unescape_mount(tail[1])})
+    return table
+
+
+def filesystem_of(path: str, table: List[Dict[str, str]]) -> Dict[str, str]:
+    """The mount that holds ``path`` (an existing, absolute path): the longest mount point that is ``path`` or one of
+    its parents, the last one mounted there when several are. ``{mount, fstype, source}``; empty values when unknown."""
+    real = os.path.realpath(path)
+    best = None
+    for entry in table:
+        mount = entry["mount"]
+        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        if inside and (best is None or len(mount) >= len(best["mount"])):
+            best = entry
+    return dict(best) if best else {"mount": "", "fstype": "", "source": ""}
+
+
+def _read_mounts() -> List[Dict[str, str]]:
+    try:
+        with open(MOUNTINFO) as handle:
+            return mount_table(handle.read())
+    except (IOError, OSError):
+        return []
+
+
+def disk(entries: List[Dict[str, Any]], usage: Callable[[str], Any] = shutil.disk_usage,
+         mounts: Optional[Callable[[], List[Dict[str, str]]]] = None) -> List[Dict[str, Any]]:
+    """Free space for each ``{name, path, min_free_gb[, present, incomplete]}``, and the filesystem that holds it.
+
+    What an entry is for counts as in place when ``present`` (default: the path itself) exists and ``incomplete``
+    (a marker an interrupted install leaves) does not: then it asks for nothing (a rerun must not fail). An empty
+    directory where a venv goes (a mount point, a venv an interrupted run made) is not a venv: with ``present`` set to
+    its ``bin/python`` and ``incomplete`` to the role's marker it still needs its space.
     Entries on one filesystem add up: each that needs space must fit together with the others there.
     """
+    table = (mounts or _read_mounts)()
     result = []
     for entry in entries:
         path = entry["path"]
         item = {"name": entry["name"], "path": path, "min_free_gb": float(entry["min_free_gb"] or 0),
-                "checked": "", "exists": False, "need_gb": 0.0, "free_gb": None, "need_gb_total": 0.0,
-                "shared_with": [], "ok": True, "error": "", "device": None}
+                "checked": "", "exists": False, "need_gb": 0.0, "free_gb": None, "free_bytes": None,
+                "size_bytes": None, "filesystem": {"mount": "", "fstype": "", "source": ""},
+                "need_gb_total": 0.0, "shared_with": [], "ok": True, "error": "", "device": None}
         if not path or not os.path.isabs(path):
             item.update(ok=False, error="%r is not an absolute path" % (path,))
             result.append(item)
             continue
         checked = nearest_existing(path)
         item["checked"] = checked
-        item["exists"] = checked == os.path.abspath(path)
+        present = entry.get("present") or path
+        incomplete = entry.get("incomplete") or ""
+        item["exists"] = (os.path.exists(present) and checked == os.path.abspath(path)
+                          and not (incomplete and os.path.lexists(incomplete)))
         item["need_gb"] = 0.0 if item["exists"] else item["min_free_gb"]
-        item["free_gb"] = round(usage(checked).free / GIB, 1)
+        measured = usage(checked)
+        item["free_gb"] = round(measured.free / GIB, 1)
+        item["free_bytes"] = int(measured.free)
+        item["size_bytes"] = int(measured.total)
+        item["filesystem"] = filesystem_of(checked, table)
         item["device"] = os.stat(checked).st_dev
         result.append(item)
     for item in result:
@@ -145,7 +200,7 @@ def disk(entries: List[Dict[str, Any]], usage: Callable[[str], Any] = shutil.dis
         item["need_gb_total"] = sum(other["need_gb"] for other in same)
         item["shared_with"] = [other["name"] for other in same if other is not item]
         # A path that exists needs nothing, however full its filesystem is.
-        item["ok"] = item["need_gb"] == 0 or item["free_gb"] >= item["need_gb_total"]
+        item["ok"] = item["need_gb"] == 0 or item["free_bytes"] >= item["need_gb_total"] * GIB
     for item in result:
         del item["device"]
     return result

@@ -30,6 +30,10 @@ WHEEL_DIR_VAR = "PDSERVE_WHEEL_DIR"
 DEFAULT_BUILD_EXAMPLE = 'python -m pip wheel --no-build-isolation --no-deps -w "$PDSERVE_WHEEL_DIR" .'
 # Bits of root's umask that would leave what root installs unreadable (or not executable) to the services.
 UMASK_HIDES = 0o055
+# pip's --retries and --timeout: beyond these a dead index holds a run for hours (pip backs off 0.25 s x 2^n between
+# retries, at most 120 s each, and waits --timeout for each answer).
+MAX_PIP_RETRIES = 20
+MAX_PIP_TIMEOUT = 600
 # Issue in which SGLang's maintainers trace NIXL_ERR_BACKEND to the pip NIXL's bundled UCX.
 UCX_CONFLICT_REF = "NIXL_ERR_BACKEND, sgl-project/sglang#5709"
 
@@ -148,9 +152,41 @@ def _settings_problems(host, s):
         value = s.get(var)
         if value is not None and not str(value).startswith("/"):
             add(var, "%r is not an absolute path" % (value,), "use an absolute path")
+    found += _pip_network_problems(host, s)
     if s.get("nixl_source") not in NIXL_SOURCES:
         add("nixl_source", "%r is not one of %s" % (s.get("nixl_source"), ", ".join(NIXL_SOURCES)),
             "choose one of them")
+    return found
+
+
+def _number(value, kind):
+    """``value`` as ``kind`` (int or float) when it is one (a bool is not), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        return None
+    if kind is int and float(value) != number:
+        return None
+    return number
+
+
+def _pip_network_problems(host, s):
+    """pip's --retries and --timeout: bounded, so a package index that stops answering fails the run in bounded time."""
+    found = []
+    if "pip_retries" in s:
+        retries = _number(s.get("pip_retries"), int)
+        if retries is None or not 0 <= retries <= MAX_PIP_RETRIES:
+            found.append(problem(host, PREFIX + "pip_retries", "%r is not a whole number from 0 to %d" % (
+                s.get("pip_retries"), MAX_PIP_RETRIES),
+                "set how often pip retries a request to the package index (pip's own default is 5)"))
+    if "pip_timeout" in s:
+        timeout = _number(s.get("pip_timeout"), float)
+        if timeout is None or not 0 < timeout <= MAX_PIP_TIMEOUT:
+            found.append(problem(host, PREFIX + "pip_timeout", "%r is not a number of seconds above 0 and at most %d" % (
+                s.get("pip_timeout"), MAX_PIP_TIMEOUT),
+                "set how long pip waits for the package index to answer one request (pip's own default is 15)"))
     return found
 
 
@@ -238,6 +274,37 @@ def _gib(value):
         return str(value)
 
 
+def human_size(value):
+    """Bytes as people read them: ``33554432`` -> ``"32 MiB"``, ``2.5 * 2**30`` -> ``"2.5 GiB"``; ``"?"`` if unknown."""
+    try:
+        size = float(value)
+    except (TypeError, ValueError):
+        return "?"
+    for unit, scale in (("TiB", 2.0 ** 40), ("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20), ("KiB", 2.0 ** 10)):
+        if abs(size) >= scale:
+            return "%g %s" % (round(size / scale, 1), unit)
+    return "%d B" % size
+
+
+def filesystem_label(entry):
+    """``the filesystem mounted at /opt/x (tmpfs tmpfs, 64 MiB in all)``, from an install_facts disk entry; the
+    measured path when the mount table said nothing."""
+    fs = entry.get("filesystem") or {}
+    if not fs.get("mount"):
+        return "the filesystem of %s" % entry.get("checked")
+    kind = " ".join(part for part in (fs.get("fstype"), fs.get("source")) if part)
+    size = entry.get("size_bytes")
+    details = ", ".join(part for part in (kind, ("%s in all" % human_size(size)) if size else "") if part)
+    return "the filesystem mounted at %s%s" % (fs["mount"], (" (%s)" % details) if details else "")
+
+
+def free_label(entry):
+    """The free space of a disk entry: bytes when measured (the role's facts), else its rounded GiB."""
+    if entry.get("free_bytes") is not None:
+        return human_size(entry["free_bytes"])
+    return "%s GiB" % _gib(entry.get("free_gb"))
+
+
 def _disk_problems(host, facts):
     found = []
     for entry in facts.get("disk") or []:
@@ -247,10 +314,10 @@ def _disk_problems(host, facts):
                                  "use an absolute path"))
         elif not entry.get("ok"):
             shared = entry.get("shared_with") or []
-            found.append(problem(host, var, "Not enough free disk: %s at %s needs %s GiB on the filesystem of %s%s and has %s GiB" % (
-                entry.get("name"), entry.get("path"), _gib(entry.get("need_gb_total")), entry.get("checked"),
-                (" (together with %s)" % ", ".join(shared)) if shared else "", _gib(entry.get("free_gb"))),
-                "free space, or lower %s" % var))
+            found.append(problem(host, var, "Not enough free disk: %s at %s needs %s GiB on %s%s and has %s free" % (
+                entry.get("name"), entry.get("path"), _gib(entry.get("need_gb_total")), filesystem_label(entry),
+                (" (together with %s)" % ", ".join(shared)) if shared else "", free_label(entry)),
+                "free space there, or lower %s" % var))
     return found
 
 
@@ -509,6 +576,19 @@ def lock_plan(host: str, s: Dict[str, Any], mode: str, wanted: List[str]) -> Dic
     return result
 
 
+def venv_incomplete(s: Dict[str, Any], facts: Dict[str, Any]) -> bool:
+    """Whether the venv holds the marker the role writes before it creates or fills a venv and removes once every
+    package step succeeded: an install that stopped there (a full disk, a dead package index) left it."""
+    marker = incomplete_marker(s)
+    return bool(marker) and bool(_path(facts, marker).get("exists"))
+
+
+def incomplete_marker(s: Dict[str, Any]) -> str:
+    """The venv's incomplete marker (``incomplete_marker_name`` in ``venv``); empty without a name or venv."""
+    name, venv = s.get("incomplete_marker_name"), s.get("venv")
+    return posixpath.join(str(venv), str(name)) if name and venv else ""
+
+
 def up_to_date(s: Dict[str, Any], facts: Dict[str, Any], decided: Dict[str, Any]) -> bool:
     """Whether the users, directories, venv and packages are as wanted: the role's steps up to the packages have
     nothing to do (the kernel builds, the chat template and the model have checks of their own)."""
@@ -541,8 +621,11 @@ def plan(host: str, settings: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str
         "directories_to_fix": directories_to_fix(s, facts, wanted),
         "conversions": conversions(s, facts, wanted),
         "needs_build_user": needs_build_user(s, items),
-        "pins_met": not unmet_requirements(requirements, dict(facts.get("venv_packages") or {})),
+        # A venv an interrupted install left (its marker is there) is installed again whatever it lists.
+        "venv_incomplete": venv_incomplete(s, facts),
     }
+    decided["pins_met"] = (not decided["venv_incomplete"]
+                           and not unmet_requirements(requirements, dict(facts.get("venv_packages") or {})))
     return dict(decided, **{
         "pip": pip,
         "pip_lock": locked,

@@ -82,6 +82,25 @@ def test_disk_entries_are_typed(host, run, tmp_path):
     assert not failed and "not an absolute path" in result["disk"][0]["error"]
 
 
+def test_a_venv_directory_without_its_python_or_with_the_incomplete_marker_needs_its_space(host, run, tmp_path):
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    entry = {"name": "venv", "path": str(venv), "min_free_gb": 1, "present": str(venv / "bin" / "python"),
+             "incomplete": str(venv / "pdserve-install-incomplete")}
+    result, failed = run({"disk": [entry]})
+    assert not failed
+    measured = result["disk"][0]
+    assert measured["exists"] is False and measured["need_gb"] == 1 and measured["checked"] == str(venv)
+    # The filesystem is named from this machine's mount table, its size and free space in bytes.
+    assert measured["filesystem"]["mount"].startswith("/") and measured["filesystem"]["fstype"]
+    assert measured["size_bytes"] > 0 and 0 <= measured["free_bytes"] <= measured["size_bytes"]
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("")
+    assert run({"disk": [entry]})[0]["disk"][0]["need_gb"] == 0
+    (venv / "pdserve-install-incomplete").write_text("")
+    assert run({"disk": [entry]})[0]["disk"][0]["need_gb"] == 1
+
+
 @pytest.mark.parametrize("name, to_fix", [(None, None), ("pdserve-no-such-user", True)])
 def test_the_service_account_is_read_with_the_host(host, run, tmp_path, name, to_fix):
     args = {"python": sys.executable}

@@ -171,3 +171,50 @@ def test_umask_is_read_and_left_as_it_was():
         assert H.current_umask() == 0o027
     finally:
         os.umask(before)
+
+
+MOUNTINFO = """22 1 0:21 / / rw,relatime - overlay overlay rw,lowerdir=/l
+25 22 0:23 / /opt/sglang/venvs/sglang-90.0.4 rw,relatime - tmpfs pdserve-small rw,size=65536k
+26 22 0:24 /venv /opt/my\\040venvs rw - tmpfs tmp\\040fs rw
+27 25 0:25 / /opt/sglang/venvs/sglang-90.0.4 rw - tmpfs on-top rw
+broken line
+"""
+
+
+def test_mount_table_and_the_filesystem_of_a_path():
+    table = H.mount_table(MOUNTINFO)
+    assert table[0] == {"mount": "/", "fstype": "overlay", "source": "overlay"}
+    assert table[2] == {"mount": "/opt/my venvs", "fstype": "tmpfs", "source": "tmp fs"}  # octal escapes undone
+    assert len(table) == 4  # the broken line is skipped
+    assert H.filesystem_of("/opt/sglang/venvs", table)["mount"] == "/"
+    # The longest mount point that holds the path; of two at one point, the one mounted last (on top).
+    assert H.filesystem_of("/opt/sglang/venvs/sglang-90.0.4/bin", table)["source"] == "on-top"
+    assert H.filesystem_of("/opt/sglang/venvs/sglang-90.0.4x", table)["mount"] == "/"
+    assert H.filesystem_of("/x", []) == {"mount": "", "fstype": "", "source": ""}
+
+
+def test_disk_reports_the_filesystem_and_its_bytes(tmp_path):
+    entries = [{"name": "venv", "path": str(tmp_path / "v"), "min_free_gb": 1}]
+    table = [{"mount": "/", "fstype": "ext4", "source": "/dev/sda1"},
+             {"mount": str(tmp_path), "fstype": "tmpfs", "source": "small"}]
+    venv, = H.disk(entries, usage=lambda path: Usage(64 * 2 ** 20, 0, 16 * 2 ** 20), mounts=lambda: table)
+    assert venv["filesystem"] == {"mount": str(tmp_path), "fstype": "tmpfs", "source": "small"}
+    assert venv["free_bytes"] == 16 * 2 ** 20 and venv["size_bytes"] == 64 * 2 ** 20
+    assert venv["free_gb"] == 0.0 and venv["ok"] is False
+
+
+def test_disk_an_empty_venv_directory_or_an_incomplete_venv_still_needs_its_space(tmp_path):
+    venv = tmp_path / "venv"
+    venv.mkdir()  # a mount point, or what an interrupted run left
+    entry = {"name": "venv", "path": str(venv), "min_free_gb": 1, "present": str(venv / "bin" / "python"),
+             "incomplete": str(venv / "pdserve-install-incomplete")}
+
+    def measure():
+        return H.disk([entry], usage=lambda path: Usage(0, 0, GIB // 2), mounts=lambda: [])[0]
+    assert measure()["exists"] is False and measure()["need_gb"] == 1 and measure()["ok"] is False
+    assert measure()["checked"] == str(venv)  # measured where the venv goes: a filesystem mounted there counts
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("")
+    assert measure()["exists"] is True and measure()["ok"] is True  # a venv in place needs nothing
+    (venv / "pdserve-install-incomplete").write_text("")
+    assert measure()["exists"] is False and measure()["ok"] is False  # unless an install stopped in it

@@ -158,7 +158,7 @@ def test_free_disk():
     problem = only(judge(facts={"disk": [full]}))
     assert problem["variable"] == "sglang_install_min_free_gb_venv"
     assert problem["message"] == ("Not enough free disk: venv at /opt/sglang/venv needs 27 GiB on the filesystem of /opt "
-                                  "(together with model) and has 10.5 GiB")
+                                  "(together with model) and has 10.5 GiB free")
     bad = dict(FACTS["disk"][0], ok=False, error="'venv' is not an absolute path")
     assert "not an absolute path" in only(judge(facts={"disk": [bad]}))["message"]
 
@@ -494,3 +494,52 @@ def test_router_profile_installs_both_router_implementations_and_servers_neither
                         "1.13.0")
     assert not any(r.startswith("smg") for r in P.pip_requirements(servers, "none")["all"])
     assert F.install_profile(SETTINGS, "router", "/r", "0.3.2", "1.13.0")["router_smg_version"] == "1.13.0"
+
+
+def test_free_disk_names_the_filesystem_and_its_free_bytes():
+    small = dict(FACTS["disk"][0], min_free_gb=1.0, need_gb_total=1.0, free_gb=0.0, free_bytes=16 * 2 ** 20,
+                 size_bytes=64 * 2 ** 20, checked="/opt/sglang/venvs/sglang-90.0.4", ok=False,
+                 filesystem={"mount": "/opt/sglang/venvs/sglang-90.0.4", "fstype": "tmpfs", "source": "pdserve-small"})
+    problem = only(judge(facts={"disk": [small]}))
+    assert problem["message"] == (
+        "Not enough free disk: venv at /opt/sglang/venv needs 1 GiB on the filesystem mounted at "
+        "/opt/sglang/venvs/sglang-90.0.4 (tmpfs pdserve-small, 64 MiB in all) and has 16 MiB free")
+    assert problem["fix"] == "free space there, or lower sglang_install_min_free_gb_venv"
+
+
+@pytest.mark.parametrize("value, text", [(1536, "1.5 KiB"), (2 ** 20 * 40, "40 MiB"), (2.5 * 2 ** 30, "2.5 GiB"),
+                                         (3 * 2 ** 40, "3 TiB"), (12, "12 B"), (None, "?"), ("x", "?")])
+def test_human_size(value, text):
+    assert P.human_size(value) == text
+
+
+@pytest.mark.parametrize("retries, timeout, bad", [
+    (5, 30, []), (0, 1, []), (20, 600, []), ("3", "2.5", []),
+    (-1, 30, ["sglang_install_pip_retries"]), (21, 30, ["sglang_install_pip_retries"]),
+    (2.5, 30, ["sglang_install_pip_retries"]), ("many", 30, ["sglang_install_pip_retries"]),
+    (True, 30, ["sglang_install_pip_retries"]),
+    (5, 0, ["sglang_install_pip_timeout"]), (5, 601, ["sglang_install_pip_timeout"]),
+    (5, "soon", ["sglang_install_pip_timeout"]), (None, None, ["sglang_install_pip_retries", "sglang_install_pip_timeout"])])
+def test_pip_retries_and_timeout_are_bounded(retries, timeout, bad):
+    result = judge(pip_retries=retries, pip_timeout=timeout)
+    assert variables(result) == bad
+    for found in result["problems"]:
+        assert "pip's own default" in found["fix"]
+
+
+def test_pip_retries_and_timeout_may_be_left_out():
+    assert judge()["problems"] == []
+
+
+def test_an_incomplete_venv_is_installed_again_whatever_it_lists():
+    host = _installed_host()
+    marker = "/opt/sglang/venv/pdserve-install-incomplete"
+    assert judge(facts=host, incomplete_marker_name="pdserve-install-incomplete")["pins_met"]
+    marked = dict(host, paths=dict(host["paths"], **{marker: {"exists": True, "isdir": False}}))
+    result = judge(facts=marked, incomplete_marker_name="pdserve-install-incomplete")
+    assert result["venv_incomplete"] is True
+    assert not result["pins_met"] and not result["up_to_date"]
+    # Without a marker name nothing is read.
+    assert judge(facts=marked)["venv_incomplete"] is False
+    assert P.incomplete_marker({"venv": "/v", "incomplete_marker_name": "m"}) == "/v/m"
+    assert P.incomplete_marker({"venv": "/v"}) == ""
