@@ -237,9 +237,10 @@ def precompile_wanted(setting, gpu_facts=None):
 
 
 def precompile_line(result):
-    """One line about a precompile command's result (a loop result of the run task)."""
+    """One line about a precompile command's result (a loop result of the run task, which loops over the inputs_record
+    comparisons: ``item.item`` is the run)."""
     result = result or {}
-    entry = result.get("item") or {}
+    entry = (result.get("item") or {}).get("item") or {}
     if result.get("skipped"):
         return "%s: skipped" % entry.get("name")
     # SGLang's and the emulator's logging goes to stderr, their prints to stdout.
