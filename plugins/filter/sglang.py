@@ -18,6 +18,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.operations import v
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import line as problem_text
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import report
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import precompile as serving_precompile
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import instance_restarts as _instance_restarts
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import unit_problems as _unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
@@ -255,6 +256,38 @@ def ready_line(endpoint):
     return line
 
 
+def precompile_runs(units, names, timeout):
+    """The precompile entries (module_utils/serving/precompile.py) of the named ``units`` (server_units' results)
+    that can be precompiled, each with its ``argv`` (systemd-run with the unit's settings, ``--timeout``)."""
+    names = set(names or [])
+    out = []
+    for unit in units or []:
+        entry = unit.get("precompile") if isinstance(unit, dict) else None
+        if unit.get("name") in names and entry:
+            out.append(dict(entry, argv=serving_precompile.systemd_run_argv(entry, timeout), unit_of=unit["unit"]))
+    return out
+
+
+def precompile_wanted(setting, gpu_facts=None):
+    """Whether to precompile with ``setting`` (always, never, auto) and the host's gpu_facts result (auto: where a GPU
+    is sm_90 or sm_100, the parts DeepGEMM runs on)."""
+    if setting not in ("always", "never", "auto"):
+        raise AnsibleFilterError("sglang_server_precompile must be auto, always or never, got %r" % (setting,))
+    return serving_precompile.wanted(setting, (gpu_facts or {}).get("gpus") or [])
+
+
+def precompile_line(result):
+    """One line about a precompile command's result (a loop result of the run task, which loops over the inputs_record
+    comparisons: ``item.item`` is the run)."""
+    result = result or {}
+    entry = (result.get("item") or {}).get("item") or {}
+    if result.get("skipped"):
+        return "%s: skipped" % entry.get("name")
+    # SGLang's and the emulator's logging goes to stderr, their prints to stdout.
+    output = "\n".join(str(result.get(key) or "") for key in ("stdout", "stderr"))
+    return serving_precompile.outcome(entry.get("name"), result.get("rc"), output)
+
+
 class FilterModule(object):
     """pdserve.sglang filters."""
 
@@ -281,4 +314,7 @@ class FilterModule(object):
             "instance_restarts": instance_restarts,
             "systemd_quote": systemd_quote,
             "env_quote": env_quote,
+            "precompile_runs": precompile_runs,
+            "precompile_wanted": precompile_wanted,
+            "precompile_line": precompile_line,
         }

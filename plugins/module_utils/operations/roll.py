@@ -163,7 +163,28 @@ def roll_report(records, before=(), after=()):
                 order.append(name)
             workers[name]["records"].append(record)
     order.sort(key=lambda name: workers[name]["worker"].get("index", 0))
-    return [_report_line(**workers[name]) for name in order]
+    lines = [_report_line(**workers[name]) for name in order]
+    compiles = compile_count([record for name in order for record in workers[name]["records"]])
+    if compiles:
+        lines.append(compiles)
+    return lines
+
+
+def compile_count(records):
+    """``Kernel compiles across the 4 restarts: 0 (...)``: the kernels the new starts compiled, summed from each start's
+    journal (startup_phases' ``kernels_compiled``); '' when no start said (SGLang 0.5.23 does not log it, the emulator
+    does). A start that did not say is counted as unknown, never as 0."""
+    counts = []
+    for record in records or []:
+        report = (record.get("restarted") or {}).get("startup") or {}
+        counts.append((record["worker"]["name"], report.get("kernels_compiled")))
+    if not any(count is not None for _name, count in counts):
+        return ""
+    known = [count for _name, count in counts if count is not None]
+    unknown = len(counts) - len(known)
+    return "Kernel compiles across the %d restart(s): %d%s (%s)" % (
+        len(counts), sum(known), (", %d start(s) did not say" % unknown) if unknown else "",
+        ", ".join("%s %s" % (name, "?" if count is None else count) for name, count in counts))
 
 
 def _start(restarted):

@@ -25,6 +25,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline imp
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit_values as V
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import instance_caches
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.nodes import rank_stop_timeout
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.precompile import precompile_entry
 
 # Flags and paths are written bare for readability; anything else is quoted.
 _BARE_WORD = re.compile(r"(--?[A-Za-z0-9]|/)[A-Za-z0-9_.,:/=+-]*")
@@ -127,7 +128,8 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     limit_nofile, hardening (dict), env (dict: transfer + model environment), fingerprint (dict: sglang, venv,
     model; written first into the env file), cache_root (the instance's compile caches go below it, keyed by the
     fingerprint's sglang and venv; empty: SGLang's defaults under the home).
-    Returns {name, unit, unit_path, env_file, unit_text, env_text, argv_lines, files, directories}.
+    Returns {name, unit, mode, unit_path, env_file, unit_text, env_text, argv_lines, files, directories, precompile
+    (precompile.precompile_entry: the sglang.compile_deep_gemm run of this instance, or None)}.
     """
     _guard(settings, "sglang_server_", instance["unit"])
     launch = str(settings["launch_command"]).split()
@@ -206,6 +208,12 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     env_text = _render_env_of(instance["unit"], SERVER_MARKER % instance["mode"],
                               "Environment of %s: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
                               "instance's own env." % instance["unit"], variables)
+    # The same command with sglang.compile_deep_gemm, in a transient unit with this unit's settings (precompile.py).
+    # Not over several hosts: every rank would have to compile at once on its own host (left to the operator).
+    precompile = None if instance.get("nodes") else precompile_entry(
+        instance["name"], list(first) + [word for line in lines for word in line],
+        service + tail + V.hardening_lines(hardening) + writable, variables,
+        caches["env"]["SGLANG_CACHE_DIR"] if caches else None)
     return {
         "name": instance["name"],
         "unit": instance["unit"],
@@ -215,6 +223,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
         "env_text": env_text,
         "files": _files(settings, env_file, env_text, unit_path, text),
         "argv_lines": lines if not numactl else lines[1:],
+        "precompile": precompile,
         "directories": [{"path": path, "owner": settings["user"], "group": settings["group"], "mode": "0750"}
                         for path in (caches["directories"] if caches else [])],
     }

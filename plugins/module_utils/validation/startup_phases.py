@@ -32,6 +32,10 @@ _MARKERS = (
     (READY, 'ready'),
 )
 BEFORE = 'starting: imports, distributed init, the port closed'
+# The SGLang emulator's own line after the weights (tests/emulator): how many kernels this start compiled. SGLang 0.5.23
+# logs nothing like it (the same ``Try DeepGEMM JIT Compiling`` lines whether the cache was warm or not): without the
+# line the count is unknown (None) and only ``kernel_compile``'s seconds tell.
+_COMPILED = re.compile(r'compile caches (?:cold|warm): compiled (\d+) of \d+ DeepGEMM kernel groups and (\d+) JIT module')
 
 
 def lines_since_start(start_usec: Any, lines: List[str]):
@@ -62,7 +66,11 @@ def startup_report(start_usec: Any, lines: List[str]) -> Optional[Dict[str, Any]
             if marker in text:
                 phase = after
                 stamps.setdefault(marker, (offset, text))
-    report = {'phase': phase, 'ready_s': None, 'phases': {}}
+    report = {'phase': phase, 'ready_s': None, 'phases': {}, 'kernels_compiled': None}
+    for _offset, text in seen:
+        match = _COMPILED.search(text)
+        if match:
+            report['kernels_compiled'] = int(match.group(1)) + int(match.group(2))
     if 'Engine startup timings (s):' in stamps:
         offset, text = stamps['Engine startup timings (s):']
         match = _TIMINGS.search(text)
@@ -91,8 +99,14 @@ def phase_parts(report: Dict[str, Any]) -> List[str]:
     parts = []
     if 'load_weight' in phases:
         compile_s = phases.get('kernel_compile')
+        compiled = report.get('kernels_compiled')
+        detail = []
+        if compile_s is not None:
+            detail.append('DeepGEMM kernels %.1f s' % compile_s)
+        if compiled is not None:
+            detail.append('%d kernel(s) compiled' % compiled)
         parts.append('load weights %.1f s%s' % (phases['load_weight'],
-                                                ' (of which DeepGEMM kernels %.1f s)' % compile_s if compile_s is not None else ''))
+                                                ' (of which %s)' % ', '.join(detail) if detail else ''))
         parts.append('KV cache %.1f s' % phases['kv_cache_allocation'])
         parts.append('CUDA graphs %.1f s' % phases['cuda_graph'])
     if 'warmup' in phases:

@@ -28,6 +28,9 @@ def build_parser():
 def _port_free(host, port):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
+        # As uvicorn binds (asyncio's reuse_address): connections of the stopped server left in TIME_WAIT do not hold
+        # the port, a listener does.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:

@@ -52,10 +52,11 @@ class HostVarsVars(Mapping):
 
 def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
-    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "instance_restarts", "play_modes", "problem_line",
-                               "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report", "router_unit_files",
-                               "server_units", "serving_topology", "switch_sources", "systemd_quote", "unit_problems", "unit_services",
-                               "venv_name", "wait_endpoints"]
+    assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "instance_restarts",
+                               "play_modes", "precompile_line", "precompile_runs", "precompile_wanted", "problem_line",
+                               "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report",
+                               "router_unit_files", "server_units", "serving_topology", "switch_sources", "systemd_quote",
+                               "unit_problems", "unit_services", "venv_name", "wait_endpoints"]
     assert filters["changed_units"] is serving_units.changed_units
     assert filters["systemd_quote"]("50%") == '"50%%"' and filters["env_quote"]("50%") == '"50%"'
 
@@ -406,3 +407,22 @@ def test_instance_restarts_reads_every_play_hosts_write():
     assert [i["unit"] for i in instance_restarts(topology, hostvars, ["a", "b", "gone"], "a")] == ["sglang-p.service"]
     assert instance_restarts(topology, hostvars, ["a", "b"], "b") == []
     assert instance_restarts(topology, {}, ["a", "b"], "a") == []
+
+
+def test_precompile_line_names_the_run_of_a_loop_result():
+    run = {"name": "decode-0"}
+    done = {"item": {"item": run, "differs": ["command"]}, "rc": 0, "stdout": "Begin DeepGEMM Kernels compilation...",
+            "stderr": "[t] SGLang emulator: compile caches cold: compiled 4 of 4 DeepGEMM kernel groups and 1 JIT module "
+                      "in 2.00 s (deep_gemm=/d, jit=/j, all cached now: True)"}
+    assert F.precompile_line(done) == ("decode-0: precompiled: compile caches cold: compiled 4 of 4 DeepGEMM kernel "
+                                       "groups and 1 JIT module in 2.00 s (deep_gemm=/d, jit=/j, all cached now: True)")
+    assert F.precompile_line({"item": {"item": run}, "skipped": True}) == "decode-0: skipped"
+    failed = {"item": {"item": run}, "rc": 1, "stdout": "", "stderr": "x\nTimeoutError: DeepGEMM Kernels compilation timeout."}
+    assert F.precompile_line(failed).startswith("decode-0: sglang.compile_deep_gemm failed (rc 1): x | TimeoutError")
+
+
+def test_precompile_wanted_refuses_an_unknown_setting():
+    assert F.precompile_wanted("auto", {"gpus": [{"compute_capability_major": 9}]}) is True
+    assert F.precompile_wanted("auto", None) is False and F.precompile_wanted("always") is True
+    with pytest.raises(AnsibleFilterError, match="auto, always or never"):
+        F.precompile_wanted("yes", {})

@@ -178,3 +178,23 @@ def test_the_report_says_where_each_new_start_spent_its_time():
     line, = roll_report(records, [], [])
     assert ("restart-to-ready 13.1 s (start: 12.8 s: load weights 8.1 s, KV cache 0.1 s, CUDA graphs 1.5 s, "
             "warmup 2.0 s)") in line
+
+
+def test_the_report_counts_the_kernels_the_new_starts_compiled():
+    workers = roll_plan(stack())["workers"]
+    phases = {"load_weight": 8.1, "kv_cache_allocation": 0.1, "cuda_graph": 1.5, "engine": 9.8, "warmup": 2.0}
+
+    def record(worker, compiled):
+        startup = {"phase": "ready", "ready_s": 12.8, "phases": phases, "kernels_compiled": compiled}
+        return {"worker": worker, "idle": {"seconds": 1.0, "requests_total": 2},
+                "restarted": {"restart_to_ready": 13.1, "startup": startup}}
+
+    lines = roll_report([[record(workers[0], 0), record(workers[2], 0)]], [], [])
+    assert lines[-1] == "Kernel compiles across the 2 restart(s): 0 (%s 0, %s 0)" % (workers[0]["name"],
+                                                                                     workers[2]["name"])
+    assert "load weights 8.1 s (of which 0 kernel(s) compiled)" in lines[0]
+    lines = roll_report([[record(workers[0], 5), record(workers[2], None)]], [], [])
+    assert lines[-1] == ("Kernel compiles across the 2 restart(s): 5, 1 start(s) did not say (%s 5, %s ?)"
+                         % (workers[0]["name"], workers[2]["name"]))
+    # no start said (SGLang itself): no line, never a made-up 0
+    assert len(roll_report([[record(workers[0], None)]], [], [])) == 1

@@ -67,3 +67,20 @@ def test_a_start_within_its_margin_or_not_measured_is_quiet():
     assert S.limit_warnings("decode-0", report, 19.2, 1.5, ["v"]) == []
     assert S.limit_warnings("decode-0", S.startup_report(START_USEC, LINES[:3]), 1, 1.5, ["v"]) == []
     assert S.limit_warnings("decode-0", None, 1, 1.5, ["v"]) == []
+
+
+def test_the_emulator_says_how_many_kernels_a_start_compiled():
+    """SGLang logs no such count (None: unknown); the emulator's line after the weights gives it, cold or warm."""
+    assert S.startup_report(START_USEC, LINES)["kernels_compiled"] is None
+    for text, count in (("cold: compiled 4 of 4 DeepGEMM kernel groups and 1 JIT module in 2.00 s", 5),
+                        ("warm: compiled 0 of 4 DeepGEMM kernel groups and 0 JIT module in 0.00 s", 0)):
+        lines = LINES[:4] + ["[  109.050000] h sglang[2]: [2026-12-03 14:01:09] SGLang emulator: compile caches "
+                             + text + " (deep_gemm=/c/deep_gemm, jit=/c/jit, all cached now: True)"] + LINES[4:]
+        report = S.startup_report(START_USEC, lines)
+        assert report["kernels_compiled"] == count
+        assert S.describe("p", report).startswith(
+            "p ready in 12.8 s: load weights 8.1 s (of which DeepGEMM kernels 3.0 s, %d kernel(s) compiled)" % count)
+    # an earlier start's line is not this start's
+    early = ["[   95.000000] h sglang[1]: SGLang emulator: compile caches cold: compiled 4 of 4 DeepGEMM kernel groups "
+             "and 1 JIT module in 2.00 s"]
+    assert S.startup_report(START_USEC, early + LINES)["kernels_compiled"] is None
