@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Prometheus, node exporter and Alertmanager (and nftables) as a local apt repository in the machine cache,
+# Debian's Prometheus, node exporter and Alertmanager (and nftables, keepalived) as a local apt repository in the machine cache,
 # plus promtool and amtool unpacked from it for the static tests (nothing is installed on this machine
 # and no Prometheus runs here). scripts/setup.sh calls it; safe to re-run.
 #
@@ -15,11 +15,12 @@ set -euo pipefail
 
 PDSERVE_CACHE=${PDSERVE_CACHE:-/var/cache/pdserve}
 DEST=$PDSERVE_CACHE/apt-monitoring
-PACKAGES=(prometheus prometheus-node-exporter prometheus-alertmanager python3-apt nftables)
+PACKAGES=(prometheus prometheus-node-exporter prometheus-alertmanager python3-apt nftables keepalived)
 # Debian 12's versions (the role is written for them); a stable update keeps the upstream version. python3-apt:
 # Ansible's apt module needs it on the host and installs it from the same repository when missing. nftables: the
-# host firewall (pdserve.sglang.sglang_firewall) on the multi-host stand.
-EXPECT_UPSTREAM=(2.42.0 1.5.0 0.25.0 2.6.0 1.0.6)
+# host firewall (pdserve.sglang.sglang_firewall) on the multi-host stand. keepalived: the routers' virtual address
+# (pdserve.sglang.sglang_router_address) on the stand's two router hosts.
+EXPECT_UPSTREAM=(2.42.0 1.5.0 0.25.0 2.6.0 1.0.6 1:2.2.7)
 
 say() { printf 'apt-monitoring: %s\n' "$*"; }
 die() { printf 'apt-monitoring: ERROR: %s\n' "$*" >&2; exit 1; }

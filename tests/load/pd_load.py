@@ -66,6 +66,10 @@ class LoadConfig:
     seed: int = 0
     stop_file: str = ""      # the load ends early once this file exists (a test's "stop now")
     ca_file: str = ""        # an https:// router is verified against this CA (sglang_router_tls)
+    # Retry a request whose connection was refused or found no route, for up to this many seconds from its start (0: no
+    # retry). Nothing was sent, so a retry is safe: what OpenAI's clients do, and what clients of several routers behind
+    # one address must do while the address moves.
+    connect_retry: float = 0.0
 
 
 @dataclasses.dataclass
@@ -79,6 +83,8 @@ class Record:
     done: bool = False       # the stream ended with data: [DONE] (non-streaming: always False)
     failure: str = ""        # "" when the request succeeded, else its class
     detail: str = ""
+    connect_retries: int = 0  # connections refused before the last attempt (connect_retry)
+    attempt: float = 0.0     # when the last attempt started
 
     @property
     def ok(self):
@@ -138,7 +144,21 @@ def classify_stream(lines):
 
 
 async def _send(session, config, record, body, headers):
-    """Send one request and fill in ``record`` (never raises for request failures)."""
+    """Send one request and fill in ``record`` (never raises for request failures); a refused connection is tried
+    again within ``connect_retry`` seconds of the start."""
+    while True:
+        record.attempt = time.time()
+        refused = await _attempt(session, config, record, body, headers)
+        if not refused or record.attempt + FAILURE_PAUSE > record.start + config.connect_retry:
+            break
+        record.connect_retries += 1
+        record.failure = record.detail = ""
+        await asyncio.sleep(FAILURE_PAUSE)
+    record.end = time.time()
+
+
+async def _attempt(session, config, record, body, headers):
+    """One attempt; True when the connection was refused (nothing was sent)."""
     try:
         async with session.post(config.url.rstrip("/") + "/v1/chat/completions", json=body,
                                 headers=headers) as resp:
@@ -173,13 +193,16 @@ async def _send(session, config, record, body, headers):
                     record.failure, record.detail = "empty", text[:300]
     except asyncio.TimeoutError:
         record.failure, record.detail = "timeout", "no complete answer within %.0f s" % config.timeout
+    except aiohttp.ClientConnectorError as exc:
+        record.failure, record.detail = "connect", "%s: %s" % (type(exc).__name__, exc)
+        return True
     except aiohttp.ClientError as exc:
         if record.status:
             record.failure = "stream_cut" if record.stream else "body_cut"
         else:
             record.failure = "connect"
         record.detail = "%s: %s" % (type(exc).__name__, exc)
-    record.end = time.time()
+    return False
 
 
 async def _client(client, config, state, session, headers):
@@ -367,6 +390,8 @@ def parse_args(argv=None):
     parser.add_argument("--admin-key-file", default="",
                         help="file holding the router's control-plane key (for --watch-workers' GET /workers)")
     parser.add_argument("--ca-file", default="", help="CA file an https:// router is verified against")
+    parser.add_argument("--connect-retry", type=float, default=0.0,
+                        help="retry a refused connection for up to this many seconds from the request's start")
     parser.add_argument("--watch-workers", action="store_true", help="poll GET /workers and report health changes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stop-file", default="", help="end the load early once this file exists")
@@ -393,7 +418,7 @@ def main(argv=None):
                         max_tokens=args.max_tokens, thinking=not args.no_thinking, timeout=args.timeout,
                         api_key=_read_key(args.api_key_file), admin_key=_read_key(args.admin_key_file),
                         watch_workers=args.watch_workers, seed=args.seed, stop_file=args.stop_file,
-                        ca_file=args.ca_file)
+                        ca_file=args.ca_file, connect_retry=args.connect_retry)
     result = asyncio.run(run_load(config))
     if args.json_path:
         # Whole or not at all: a reader never sees half a file.

@@ -58,7 +58,8 @@ def test_router_tag_lists_only_router_tasks_and_ends_validated():
     tasks = _tasks(_playbook("-i", "inventories/blackwell", "--list-tasks", "--tags", "router"))
     assert tasks, "no task selected by --tags router"
     roles = set(task.split(" : ")[0] for _play, task in tasks if " : " in task)
-    assert roles == {"pdserve.sglang.sglang_router"}, tasks
+    # The router and, on router hosts of a shared virtual address, keepalived (the address follows the router).
+    assert roles == {"pdserve.sglang.sglang_router", "pdserve.sglang.sglang_router_address"}, tasks
     # The first play judges the host; no prefill or decode play has a task, and the run ends validated.
     assert not any(play in ("sglang_prefill", "sglang_decode") for play, _task in tasks), tasks
     assert tasks[-1] == ("sglang_router", VALIDATE), tasks

@@ -15,7 +15,9 @@ then a TCP reset for everyone else:
 - each instance's dist-init port, and with attention DP dist-init+1..+6 and +13: the other nodes of that instance
   (rank 0 serves them; a single-host instance has none, so loopback only);
 - a prefill instance over several hosts: its bootstrap port (rank 0) also to its other nodes (each rank registers);
-- the node exporter port, and the GPU exporter port on GPU hosts: Prometheus hosts.
+- the node exporter port, and the GPU exporter port on GPU hosts: Prometheus hosts;
+- VRRP (IP protocol 112) on a router host of a shared virtual address: the other router hosts; dropped from anyone
+  else (VRRP version 3 has no authentication).
 
 A server's HTTP port and the exporters bound to loopback need no rule (no other host reaches them); bootstrap and
 dist-init are governed whatever address they are given.
@@ -40,6 +42,9 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
 TABLE = "pdserve"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,;:()/ -]")
 ADDRESSES_VARIABLE = "sglang_firewall_host_addresses"
+# The rule of an IP protocol rather than a TCP port: keepalived's VRRP (IP protocol 112) between the router hosts.
+VRRP = "vrrp"
+_VRRP_PROTOCOL = 112
 SWITCH = "sglang_firewall_enabled"
 DEFAULTS = {
     "prometheus_hosts": [],
@@ -135,6 +140,16 @@ def _rows(topology: Dict[str, Any], host: str, settings: Dict[str, Any]) -> List
     return [r for r in rows if is_int(r["port"]) and 1 <= r["port"] <= 65535]
 
 
+def _vrrp_peers(topology: Dict[str, Any], host: str) -> Optional[Dict[str, Any]]:
+    """A router host of a shared virtual address hears VRRP from the other router hosts only: VRRP version 3 has no
+    authentication, so an advertisement from anyone else could take the routers' address."""
+    shared = topology.get("router_address") or {}
+    if host not in (shared.get("hosts") or []):
+        return None
+    return {"what": ["VRRP of the routers' virtual address %s (the other router hosts)" % shared.get("address")],
+            "open": False, "peers": set(shared["hosts"])}
+
+
 def _merge(rows: Iterable[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:
     """One rule group per port (two rows of one port: the union of what they allow)."""
     ports = {}  # type: Dict[int, Dict[str, Any]]
@@ -156,7 +171,11 @@ def host_ruleset(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[
     problems = []
     unusable = {}  # type: Dict[str, Dict[str, Any]]
     rules = []
-    for port, merged in sorted(_merge(_rows(topology, host, settings)).items()):
+    groups = sorted(_merge(_rows(topology, host, settings)).items())
+    vrrp = _vrrp_peers(topology, host)
+    if vrrp is not None:
+        groups.append((VRRP, vrrp))
+    for port, merged in groups:
         v4, v6 = set(), set()
         for peer in sorted(merged["peers"]):
             # Traffic from this host itself arrives on lo.
@@ -242,6 +261,9 @@ def render(host: str, rules: List[Dict[str, Any]]) -> str:
     for rule in rules:
         # Instance names come from the inventory: only plain characters reach the comment, never a line break.
         lines.append("\t\t# %s: %s" % (rule["port"], _UNSAFE.sub("?", "; ".join(rule["what"]))))
+        if rule["port"] == VRRP:
+            lines.extend(_vrrp_lines(rule))
+            continue
         if rule["open"]:
             lines.append("\t\ttcp dport %s accept" % rule["port"])
             continue
@@ -252,6 +274,16 @@ def render(host: str, rules: List[Dict[str, Any]]) -> str:
         lines.append("\t\ttcp dport %s reject with tcp reset" % rule["port"])
     lines += ["\t}", "}", ""]
     return "\n".join(lines)
+
+
+def _vrrp_lines(rule: Dict[str, Any]) -> List[str]:
+    lines = []
+    if rule["v4"]:
+        lines.append("\t\tmeta l4proto %d ip saddr { %s } accept" % (_VRRP_PROTOCOL, ", ".join(rule["v4"])))
+    if rule["v6"]:
+        lines.append("\t\tmeta l4proto %d ip6 saddr { %s } accept" % (_VRRP_PROTOCOL, ", ".join(rule["v6"])))
+    lines.append("\t\tmeta l4proto %d drop" % _VRRP_PROTOCOL)
+    return lines
 
 
 def firewall_plan(topology: Dict[str, Any], host: str, host_vars: Dict[str, Dict[str, Any]],

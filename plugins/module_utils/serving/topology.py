@@ -23,6 +23,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances i
     url_host,
 )
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import nodes as spanning
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import router_address
 
 GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sglang_router"}
 # The per-host variables the topology reads; their defaults are an input (sglang_topology_defaults of the role
@@ -30,7 +31,7 @@ GROUPS = {"prefill": "sglang_prefill", "decode": "sglang_decode", "router": "sgl
 TOPOLOGY_VARIABLES = ("sglang_server_host", "sglang_server_enable_metrics", "sglang_server_net_ifname",
                       "sglang_router_host", "sglang_router_port",
                       "sglang_router_prometheus_host", "sglang_router_prometheus_port", "sglang_router_tls",
-                      "sglang_router_tls_ca_path")
+                      "sglang_router_tls_ca_path", "sglang_router_virtual_address")
 # TLS on the router's client port: off, a certificate from the stack's own CA (made on the controller), or the
 # operator's certificate, key and CA. The metrics port and the hop to the model servers stay plain HTTP.
 TLS_MODES = ("none", "stack_ca", "provided")
@@ -348,8 +349,23 @@ def build_topology(host_vars, groups, defaults, group_names=None):
     problems.extend(_reachability_problems(hosts, workers, routers))
     found, warnings = spanning.resolve(hosts, members, names, ifnames)
     problems.extend(found)
+    shared, found = router_address.judge(routers, host_vars, dict((n, e["address"]) for n, e in hosts.items()),
+                                         defaults[router_address.VARIABLE])
+    problems.extend(found)
+    if shared:
+        _share_address(shared, routers)
     return {"hosts": hosts, "workers": workers, "router_workers": router_workers, "routers": routers,
-            "problems": problems, "warnings": warnings, "groups": names}
+            "router_address": shared, "problems": problems, "warnings": warnings, "groups": names}
+
+
+def _share_address(shared, routers):
+    """The routers' virtual address as clients use it: its URL, and a name in every router's certificate."""
+    scheme = "https" if any(r["tls"] != "none" for r in routers) else "http"
+    shared["url"] = _url(shared["address"], shared["port"], scheme)
+    for router in routers:
+        router["virtual_address"] = shared["address"]
+        if router["tls"] != "none" and shared["address"] not in router["tls_names"]:
+            router["tls_names"].insert(0, shared["address"])
 
 
 def host_part(topology, inventory_host):

@@ -153,6 +153,36 @@ def test_refused_connection_and_timeout():
     assert result["summary"]["failures"] == {"timeout": 2}
 
 
+def test_refused_connection_is_retried_within_connect_retry():
+    """A router that starts listening 0.6 s into the load (the address moved): requests sent before wait and succeed;
+    without connect_retry they fail; a stream cut after the answer began is never retried."""
+    port = free_port()
+
+    async def late_router():
+        runner = web.AppRunner(make_app("ok").web, handle_signals=False)
+        await runner.setup()
+        await asyncio.sleep(0.6)
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        return runner
+
+    async def load(retry):
+        config = pd_load.LoadConfig(url="http://127.0.0.1:%d" % port, model="m", duration=0, requests=4,
+                                    concurrency=2, timeout=5, connect_retry=retry)
+        runner, result = await asyncio.gather(late_router(), pd_load.run_load(config))
+        await runner.cleanup()
+        return result
+
+    result = asyncio.run(load(5.0))
+    assert result["summary"]["failed"] == 0
+    first = min(result["records"], key=lambda r: r["start"])
+    assert first["connect_retries"] >= 3 and first["attempt"] - first["start"] >= 0.5
+    result = asyncio.run(load(0.0))
+    assert result["summary"]["failures"].get("connect", 0) >= 1
+    result, _app = run("cut", requests=2, concurrency=1, connect_retry=5.0)
+    cut = [r for r in result["records"] if r["stream"]][0]
+    assert cut["failure"] == "stream_cut" and cut["connect_retries"] == 0
+
+
 def test_duration_bounds_the_load():
     result, _app = run("ok", duration=0.5, requests=0, concurrency=2)
     records = result["records"]
