@@ -8,6 +8,8 @@ limit: the instance's own ``SGLANG_EMULATOR_COMPILE_TIME`` against ``sglang_serv
 
 - First deploy: the play fails before any server starts, naming the instance and its tool's output; an instance whose
   precompile passed keeps its record.
+- Upgrade of a layout with one worker of each type: the judge refuses to precompile (stop) a lone worker before
+  anything moves, saying it is an outage and naming the opt-in.
 - Upgrade: the drained worker whose precompile failed in the new venv goes back to its venv, serving and in the
   router, and the run fails naming the precompile and its output.
 What systemd-run's sandbox and user do is the multihost scenario's (real systemd); here the protocol around them.
@@ -159,5 +161,25 @@ def test_a_failed_precompile_in_an_upgrade_returns_the_worker_serving_and_fails_
         assert ("decode", decode.url) in pd.healthy_workers(), pd.router.workers()
         stack.Emulator.wait_healthy(decode, 30)
         assert KEY not in out
+    finally:
+        pd.stop()
+
+
+def test_the_upgrade_judge_refuses_to_precompile_a_lone_worker_before_anything_moves(tmp_path):
+    pd = CachedUnitStack(tmp_path, count=1)
+    try:
+        pd.router.wait_healthy(60)
+        before = pd.pids()
+        extra = {"sglang_server_precompile": "always", "sglang_install_version": "90.0.2",
+                 "sglang_operations_upgrade_unvalidated_restart": True}
+        rc, out = pd.playbook("upgrade.yml", "-e", json.dumps(extra))
+        flat = " ".join(out.split())
+        assert rc != 0
+        assert ("decode-0 (decode), prefill-0 (prefill) on pdserve-roll: each the only worker of its type would stop "
+                "for the DeepGEMM precompile in the new venv") in flat, out[-6000:]
+        assert "an outage for as long as the compile takes" in flat
+        assert "sglang_operations_upgrade_precompile_outage=true" in flat
+        # Refused by the judge, before the routers, the install or any worker moved (upgrade order: decode first).
+        assert pd.pids() == before and pd.versions() == ["90.0.1"]
     finally:
         pd.stop()

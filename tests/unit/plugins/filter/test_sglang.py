@@ -54,7 +54,8 @@ def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
     assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "instance_restarts",
                                "play_modes", "precompile_failures", "precompile_line", "precompile_refusal",
-                               "precompile_runs", "precompile_wanted", "problem_line", "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report",
+                               "precompile_runs", "precompile_wanted", "problem_line", "ready_line", "release_label",
+                               "roll_plan", "roll_plan_lines", "roll_report",
                                "router_unit_files", "server_units", "serving_topology", "switch_sources", "systemd_quote",
                                "unit_problems", "unit_services", "venv_name", "wait_endpoints"]
     assert filters["changed_units"] is serving_units.changed_units
