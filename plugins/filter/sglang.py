@@ -256,15 +256,18 @@ def ready_line(endpoint):
     return line
 
 
-def precompile_runs(units, names, timeout):
+def precompile_runs(units, names, timeout, gpu_facts=None):
     """The precompile entries (module_utils/serving/precompile.py) of the named ``units`` (server_units' results)
-    that can be precompiled, each with its ``argv`` (systemd-run with the unit's settings, ``--timeout``)."""
+    that can be precompiled, each with its ``argv`` (systemd-run with the unit's settings, ``--timeout``) and the
+    record's ``inputs`` keyed by the GPUs of the instance (``gpu_facts``: the host's gpu_facts result)."""
     names = set(names or [])
+    host_gpus = (gpu_facts or {}).get("gpus") or []
     out = []
     for unit in units or []:
         entry = unit.get("precompile") if isinstance(unit, dict) else None
         if unit.get("name") in names and entry:
-            out.append(dict(entry, argv=serving_precompile.systemd_run_argv(entry, timeout), unit_of=unit["unit"]))
+            out.append(dict(entry, argv=serving_precompile.systemd_run_argv(entry, timeout), unit_of=unit["unit"],
+                            inputs=serving_precompile.record_inputs(entry, host_gpus)))
     return out
 
 
@@ -274,6 +277,25 @@ def precompile_wanted(setting, gpu_facts=None):
     if setting not in ("always", "never", "auto"):
         raise AnsibleFilterError("sglang_server_precompile must be auto, always or never, got %r" % (setting,))
     return serving_precompile.wanted(setting, (gpu_facts or {}).get("gpus") or [])
+
+
+def precompile_failures(results, host, phase):
+    """The failed runs among the run task's loop ``results`` (an rc other than 0), one message each naming the
+    instance, the ``phase`` it failed in, the tool's last lines and the transient unit's journal; [] when none."""
+    out = []
+    for result in results or []:
+        if not isinstance(result, dict) or result.get("rc") in (None, 0):
+            continue
+        entry = (result.get("item") or {}).get("item") or {}
+        output = "\n".join(str(result.get(key) or "") for key in ("stdout", "stderr"))
+        out.append(serving_precompile.failure(entry.get("name"), host, result.get("rc"), output, phase, entry.get("unit")))
+    return out
+
+
+def precompile_refusal(workers, host, kind, outage_ok=False):
+    """The upgrade judge's refusal to precompile the only worker of a type on ``host`` (serving_roll.precompile_refusal),
+    or "" where it may."""
+    return serving_roll.precompile_refusal(workers, host, kind, bool(outage_ok))
 
 
 def precompile_line(result):
@@ -317,4 +339,6 @@ class FilterModule(object):
             "precompile_runs": precompile_runs,
             "precompile_wanted": precompile_wanted,
             "precompile_line": precompile_line,
+            "precompile_failures": precompile_failures,
+            "precompile_refusal": precompile_refusal,
         }

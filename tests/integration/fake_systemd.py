@@ -5,8 +5,10 @@
 This machine's PID 1 is not systemd, so the playbooks' own tests (tests/integration/test_operations_playbooks.py)
 put this file, linked as ``systemctl`` and ``journalctl``, first on PATH. Units are processes described in a JSON
 registry (``PDSERVE_FAKE_SYSTEMD``): ``{unit: {cmd, env, log, pid, start_usec}}``. It knows:
-``systemctl restart|start|stop UNIT``, ``systemctl daemon-reload``, ``systemctl show UNIT --property=...``
-and ``journalctl -u UNIT [-n N]``. A restart stops the process group (SIGTERM, then SIGKILL after 10 s) and starts
+``systemctl restart|start|stop UNIT``, ``systemctl daemon-reload``, ``systemctl show UNIT --property=...``,
+``journalctl -u UNIT [-n N]`` and ``systemd-run --wait --pipe [-p EnvironmentFile=...] -- COMMAND`` (the precompile's
+transient unit: the command with the env file's variables, waited for, its output and exit status passed through; the
+other properties, user and sandbox, are not emulated). A restart stops the process group (SIGTERM, then SIGKILL after 10 s) and starts
 the same command line again, as ``systemctl restart`` of a ``Type=exec`` unit with ``KillMode=control-group`` does.
 """
 import fcntl
@@ -101,11 +103,7 @@ def read_unit(path):
         if line.startswith("ExecStart="):
             argv = _words(line[len("ExecStart="):])
         elif line.startswith("EnvironmentFile="):
-            with open(line.split("=", 1)[1].lstrip("-")) as handle:
-                for item in handle.read().splitlines():
-                    if "=" in item and not item.startswith("#"):
-                        key, value = item.split("=", 1)
-                        env[key] = _words(value)[0] if value else ""
+            env.update(read_unit_env(line.split("=", 1)[1])[1])
     return argv, env
 
 
@@ -177,10 +175,36 @@ def journalctl(args):
     return 0
 
 
+def systemd_run(args):
+    """``systemd-run --wait --pipe ... -- COMMAND`` as a transient unit runs it, with its ``EnvironmentFile=``."""
+    split = args.index("--")
+    options, command = args[:split], args[split + 1:]
+    env = dict(os.environ)
+    for index, word in enumerate(options):
+        if word == "-p" and options[index + 1].startswith("EnvironmentFile="):
+            _argv, unit_env = read_unit_env(options[index + 1].split("=", 1)[1])
+            env.update(unit_env)
+    if "--wait" not in options or "--pipe" not in options:
+        sys.stderr.write("fake systemd-run: only --wait --pipe is emulated\n")
+        return 1
+    return subprocess.run(command, env=env, stdin=subprocess.DEVNULL, check=False).returncode
+
+
+def read_unit_env(path):
+    """([], environment) of one env file, as read_unit() reads a unit's EnvironmentFile=."""
+    env = {}
+    with open(path.lstrip("-")) as handle:
+        for item in handle.read().splitlines():
+            if "=" in item and not item.startswith("#"):
+                key, value = item.split("=", 1)
+                env[key] = _words(value)[0] if value else ""
+    return [], env
+
+
 def install(bin_dir, python=sys.executable):
-    """Write ``systemctl`` and ``journalctl`` into ``bin_dir`` (put it first on PATH)."""
+    """Write ``systemctl``, ``journalctl`` and ``systemd-run`` into ``bin_dir`` (put it first on PATH)."""
     os.makedirs(bin_dir, exist_ok=True)
-    for tool in ("systemctl", "journalctl"):
+    for tool in ("systemctl", "journalctl", "systemd-run"):
         path = os.path.join(bin_dir, tool)
         with open(path, "w") as handle:
             handle.write('#!/bin/sh\nexec "%s" "%s" %s "$@"\n' % (python, os.path.abspath(__file__), tool))
@@ -191,6 +215,8 @@ def install(bin_dir, python=sys.executable):
 def main(argv):
     if argv[1:2] == ["journalctl"]:
         return journalctl(argv[2:])
+    if argv[1:2] == ["systemd-run"]:
+        return systemd_run(argv[2:])
     return systemctl(argv[2:] if argv[1:2] == ["systemctl"] else argv[1:])
 
 

@@ -185,7 +185,7 @@ def fake_venv(root, version, broken, wheels):
 class UnitStack(LocalStack):
     """LocalStack whose units are unit files the role renders, run from stand-in SGLang venvs."""
 
-    def __init__(self, tmp):  # pylint: disable=super-init-not-called
+    def __init__(self, tmp, count=2):  # pylint: disable=super-init-not-called
         self.tmp = str(tmp)
         self.root = os.path.join(self.tmp, "venvs")
         self.units_dir = os.path.join(self.tmp, "units")
@@ -201,7 +201,7 @@ class UnitStack(LocalStack):
         self.servers = {"prefill": [], "decode": []}
         units = {}
         for mode in ("prefill", "decode"):
-            for index in range(2):
+            for index in range(count):
                 emu = stack.Emulator(mode)
                 name = "%s-%d" % (mode, index)
                 units["sglang-%s.service" % name] = {

@@ -107,6 +107,28 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
     return {"workers": workers, "routers": routers, "problems": problems, "warnings": warnings}
 
 
+def precompile_refusal(workers, host, kind, outage_ok=False):
+    """Why an ``upgrade`` must not precompile on ``host`` (the judge's refusal), or "" where it may.
+
+    The precompile (sglang_server_precompile) needs the instance's port and GPUs, so it stops the instance; a worker
+    that is drained first costs nothing, but the only worker of its type (``plain`` in the plan: moved in place) is
+    then an outage of its type for as long as the compile takes. ``workers``: the plan's workers; ``outage_ok``:
+    sglang_operations_upgrade_precompile_outage. A rollback returns to a venv compiled before: it never precompiles such
+    a worker and is never refused here. The caller refuses only where the precompile is on (GPUs DeepGEMM runs on).
+    """
+    if kind != "upgrade" or outage_ok:
+        return ""
+    lone = [w for w in workers or [] if w.get("plain") and w.get("inventory_host") == host]
+    if not lone:
+        return ""
+    return ("%s on %s: %s would stop for the DeepGEMM precompile in the new venv "
+            "(sglang_server_precompile), an outage for as long as the compile takes; set "
+            "sglang_operations_upgrade_precompile_outage=true to accept it, or sglang_server_precompile=never to upgrade "
+            "without precompiling (the new version then compiles during its start)"
+            % (", ".join("%s (%s)" % (w["name"], w["mode"]) for w in lone), host,
+               "the only worker of its type" if len(lone) == 1 else "each the only worker of its type"))
+
+
 def _seconds(value):
     return "?" if value is None else "%.1f s" % float(value)
 

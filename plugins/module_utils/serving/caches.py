@@ -9,7 +9,9 @@ Triton, Inductor, CUDA, TileLang, FlashInfer, DeepGEMM; ``SGLANG_JIT_CACHE_DIR``
 DeepGEMM kernels at once crash (sglang#27604). Here each instance gets its own tree, keyed by what invalidates it:
 the SGLang version and the venv (DeepGEMM's keys may embed the venv's absolute paths, vllm-project/vllm#48190). The GPU
 architecture is in each cache's own keys (DeepGEMM's, Triton's, the JIT cache's ``<target>`` directory), so a GPU
-swap leaves entries unused, never wrong ones.
+swap leaves entries unused, never wrong ones; and a tree keyed by it would move every running instance to a cold tree
+on the next deploy. What a swap does invalidate is the precompile's record of a complete cache: that record names the
+instance's GPUs (precompile.py).
 """
 
 import hashlib

@@ -11,10 +11,13 @@ instance would: the same ``numactl`` prefix and flags, the instance's env file (
 instance unit's [Service] settings, so what it writes is writable, owned and masked exactly as the server's own
 compiles would be. Nothing of the env file is on the command line (systemd reads the file).
 
-Whether the cache of the instance's key (SGLang version, venv, instance) is complete is the record of the last
-successful precompile in that key's directory (``pdserve.sglang.inputs_record``): its inputs are the compile command
-line and the instance's environment without secret-looking variables, so a changed flag (a TP size, a model revision
-in the fingerprint) compiles again and a new venv, whose key directory is new, starts without a record.
+Whether the cache of the instance's key is complete is the record of the last successful precompile in that key's
+directory (``pdserve.sglang.inputs_record``). The directory is the SGLang version, the venv and the instance
+(caches.py); the record's inputs add what else invalidates a complete cache: the compile command line, the instance's
+environment without secret-looking variables, and the GPUs the instance runs on (index, name, compute capability,
+from gpu_facts). So a changed flag (a TP size, a model revision in the fingerprint) compiles again, a new venv starts
+without a record, and so does a GPU swap: the kernels compiled for sm_90 are no use on sm_100, and the caches' own
+keys (which name the architecture) would leave them unused, not wrong, so a skip there would mean a cold start.
 """
 
 import posixpath
@@ -41,12 +44,13 @@ def compile_words(words: List[Any]) -> Optional[List[str]]:
 
 
 def precompile_entry(name: str, words: List[Any], properties: List[List[Any]], variables: List[List[Any]],
-                     cache_base: Optional[str]) -> Optional[Dict[str, Any]]:
+                     cache_base: Optional[str], gpus: Optional[List[Any]] = None) -> Optional[Dict[str, Any]]:
     """What the precompile of one instance needs, or None where it cannot run (no per-instance cache directory, or a
     launch command that is not ``-m sglang.launch_server``).
 
     ``words``: the unit's ExecStart words (numactl prefix included); ``properties``: the unit's [Service] settings as
-    (key, value) pairs; ``variables``: its env file's (name, value) pairs; ``cache_base``: its SGLANG_CACHE_DIR.
+    (key, value) pairs; ``variables``: its env file's (name, value) pairs; ``cache_base``: its SGLANG_CACHE_DIR;
+    ``gpus``: the instance's GPU indexes (empty: every GPU of the host), which record_inputs() keys the record by.
     """
     # Here, not at the top: secrets.py imports units.py, which imports this module.
     from ansible_collections.pdserve.sglang.plugins.module_utils.secrets import looks_secret
@@ -62,8 +66,33 @@ def precompile_entry(name: str, words: List[Any], properties: List[List[Any]], v
         "command": command,
         "properties": keep,
         "record": posixpath.join(cache_base, RECORD_NAME),
+        "gpus": [int(g) for g in gpus or []],
         "inputs": {"command": command, "env": env},
     }
+
+
+def devices(indexes: List[Any], host_gpus: List[Dict[str, Any]]) -> List[str]:
+    """What the instance's kernels are compiled for: one ``<index>: <name> (<compute capability>)`` per GPU it runs on
+    (``indexes``; empty: every GPU of the host), from gpu_facts' ``gpus``. A GPU gpu_facts did not list is
+    ``<index>: not found``; with no GPU read at all (no nvidia-smi) the list says so, so a later read differs."""
+    by_index = dict(((gpu or {}).get("index"), gpu) for gpu in host_gpus or [])
+    if not by_index:
+        return ["GPUs not read"]
+    wanted = [int(i) for i in indexes] if indexes else sorted(i for i in by_index if i is not None)
+    out = []
+    for index in wanted:
+        gpu = by_index.get(index)
+        if gpu is None:
+            out.append("%d: not found" % index)
+        else:
+            out.append("%d: %s (%s)" % (index, gpu.get("name") or "unknown", gpu.get("compute_capability") or "unknown"))
+    return out
+
+
+def record_inputs(entry: Dict[str, Any], host_gpus: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The inputs the record of a complete precompile holds: the entry's command line and environment, and the GPUs
+    the instance runs on (devices()): a GPU of another architecture, type or count compiles again."""
+    return dict(entry["inputs"], gpus=devices(entry.get("gpus") or [], host_gpus))
 
 
 def systemd_run_argv(entry: Dict[str, Any], timeout: int, systemd_run: str = "systemd-run") -> List[str]:
@@ -89,6 +118,15 @@ def wanted(setting: str, gpus: List[Dict[str, Any]]) -> bool:
     if setting == "never":
         return False
     return deep_gemm_runs(gpus)
+
+
+def failure(name: str, host: str, rc: Any, stdout: str, phase: str, unit: str) -> str:
+    """Why the play stops after a failed precompile: the instance, where it failed, the tool's last lines, and where
+    its record is (the transient unit's journal; its output came through systemd-run's --pipe and is shown above)."""
+    return ("DeepGEMM precompile of %s on %s failed %s: %s. Its output is above; systemd's record of the run: "
+            "journalctl -u %s. Fix the cause (the instance's command line, its GPUs, a busy port), raise "
+            "sglang_server_precompile_timeout, or set sglang_server_precompile=never to let the server compile during "
+            "its start" % (name, host, phase, outcome(name, rc, stdout).split(": ", 1)[1].rstrip("."), unit))
 
 
 def outcome(name: str, rc: Any, stdout: str) -> str:

@@ -213,7 +213,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     precompile = None if instance.get("nodes") else precompile_entry(
         instance["name"], list(first) + [word for line in lines for word in line],
         service + tail + V.hardening_lines(hardening) + writable, variables,
-        caches["env"]["SGLANG_CACHE_DIR"] if caches else None)
+        caches["env"]["SGLANG_CACHE_DIR"] if caches else None, instance.get("gpus"))
     return {
         "name": instance["name"],
         "unit": instance["unit"],

@@ -53,8 +53,9 @@ class HostVarsVars(Mapping):
 def test_the_filters_are_registered():
     filters = F.FilterModule().filters()
     assert sorted(filters) == ["changed_units", "env_quote", "flag_check_lines", "instance_env_files", "instance_restarts",
-                               "play_modes", "precompile_line", "precompile_runs", "precompile_wanted", "problem_line",
-                               "ready_line", "release_label", "roll_plan", "roll_plan_lines", "roll_report",
+                               "play_modes", "precompile_failures", "precompile_line", "precompile_refusal",
+                               "precompile_runs", "precompile_wanted", "problem_line", "ready_line", "release_label",
+                               "roll_plan", "roll_plan_lines", "roll_report",
                                "router_unit_files", "server_units", "serving_topology", "switch_sources", "systemd_quote",
                                "unit_problems", "unit_services", "venv_name", "wait_endpoints"]
     assert filters["changed_units"] is serving_units.changed_units
@@ -419,6 +420,30 @@ def test_precompile_line_names_the_run_of_a_loop_result():
     assert F.precompile_line({"item": {"item": run}, "skipped": True}) == "decode-0: skipped"
     failed = {"item": {"item": run}, "rc": 1, "stdout": "", "stderr": "x\nTimeoutError: DeepGEMM Kernels compilation timeout."}
     assert F.precompile_line(failed).startswith("decode-0: sglang.compile_deep_gemm failed (rc 1): x | TimeoutError")
+
+
+def test_precompile_failures_names_only_the_failed_runs():
+    ok = {"item": {"item": {"name": "prefill-0", "unit": "sglang-precompile-prefill-0.service"}}, "rc": 0,
+          "stdout": "DeepGEMM Kernels compilation finished successfully."}
+    failed = {"item": {"item": {"name": "decode-0", "unit": "sglang-precompile-decode-0.service"}}, "rc": 1,
+              "stdout": "", "stderr": "x\nTimeoutError: DeepGEMM Kernels compilation timeout."}
+    skipped = {"item": {"item": {"name": "decode-1"}}, "skipped": True}
+    assert F.precompile_failures([ok, skipped], "gpu1", "p") == []
+    (msg,) = F.precompile_failures([ok, failed, skipped], "gpu1", "before its first start")
+    assert msg.startswith("DeepGEMM precompile of decode-0 on gpu1 failed before its first start: "
+                          "sglang.compile_deep_gemm failed (rc 1): x | TimeoutError")
+    assert "journalctl -u sglang-precompile-decode-0.service" in msg
+
+
+def test_precompile_runs_keys_the_record_by_the_instances_gpus():
+    run = {"name": "p", "unit": "sglang-p.service", "precompile": {
+        "name": "p", "unit": "sglang-precompile-p.service", "command": ["python", "-m", "sglang.compile_deep_gemm"],
+        "properties": [], "record": "/c/p/pdserve-precompile.json", "gpus": [1], "inputs": {"command": [], "env": {}}}}
+    gpus = {"gpus": [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"},
+                     {"index": 1, "name": "NVIDIA B200", "compute_capability": "10.0"}]}
+    (entry,) = F.precompile_runs([run], ["p"], 60, gpus)
+    assert entry["inputs"]["gpus"] == ["1: NVIDIA B200 (10.0)"] and entry["unit_of"] == "sglang-p.service"
+    assert F.precompile_runs([run], ["p"], 60)[0]["inputs"]["gpus"] == ["GPUs not read"]
 
 
 def test_precompile_wanted_refuses_an_unknown_setting():

@@ -2,7 +2,12 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Which workers a roll takes, in which order, and which it refuses to drain."""
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.operations.roll import plan_lines, roll_plan, roll_report
+from ansible_collections.pdserve.sglang.plugins.module_utils.operations.roll import (
+    plan_lines,
+    precompile_refusal,
+    roll_plan,
+    roll_report,
+)
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from serving_support import ROUTER_KEYS, TOPOLOGY_DEFAULTS  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -198,3 +203,37 @@ def test_the_report_counts_the_kernels_the_new_starts_compiled():
                          % (workers[0]["name"], workers[2]["name"]))
     # no start said (SGLang itself): no line, never a made-up 0
     assert len(roll_report([[record(workers[0], None)]], [], [])) == 1
+
+
+# The upgrade's judge: the precompile stops the instance (it needs its port and GPUs), an outage for a lone worker.
+
+def _upgrade_plan(prefill=1, decode=2):
+    return roll_plan(stack(prefill, decode), upgrade=True, plain_restart=True, variable="sglang_operations_upgrade")
+
+
+def test_the_judge_refuses_to_precompile_the_only_worker_of_a_type_in_an_upgrade():
+    plan = _upgrade_plan()
+    refusal = precompile_refusal(plan["workers"], "p", "upgrade")
+    assert refusal.startswith("prefill-0 (prefill) on p: the only worker of its type would stop for the DeepGEMM "
+                              "precompile in the new venv")
+    assert "an outage for as long as the compile takes" in refusal
+    assert "sglang_operations_upgrade_precompile_outage=true" in refusal and "sglang_server_precompile=never" in refusal
+    # The decode host has two decode workers: each is drained before its precompile, nothing to refuse there.
+    assert precompile_refusal(plan["workers"], "d", "upgrade") == ""
+
+
+def test_the_judge_accepts_the_outage_with_the_opt_in_and_never_refuses_a_drained_worker():
+    plan = _upgrade_plan()
+    assert precompile_refusal(plan["workers"], "p", "upgrade", outage_ok=True) == ""
+    assert precompile_refusal(_upgrade_plan(prefill=2)["workers"], "p", "upgrade") == ""
+    # A rollback returns to a venv compiled before (and moves a lone worker without precompiling); a restart stays in
+    # its venv: neither precompiles a lone worker.
+    assert precompile_refusal(plan["workers"], "p", "rollback") == ""
+    assert precompile_refusal(plan["workers"], "p", "restart") == ""
+
+
+def test_the_judge_names_every_lone_worker_of_the_host():
+    plan = _upgrade_plan(prefill=1, decode=1)
+    both = [dict(w, inventory_host="p") for w in plan["workers"]]
+    refusal = precompile_refusal(both, "p", "upgrade")
+    assert refusal.startswith("prefill-0 (prefill), decode-0 (decode) on p: each the only worker of its type would stop")

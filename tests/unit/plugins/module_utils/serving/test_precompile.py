@@ -4,6 +4,7 @@
 """The DeepGEMM precompile of an instance (module_utils/serving/precompile.py, server_unit's ``precompile``): the unit's
 own command line with sglang.compile_deep_gemm, in a transient unit with the unit's own settings."""
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.install import inputs_record as R
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import precompile as P
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
 from serving_support import DECODE, MODEL, PREFILL, instance  # noqa: E402  pylint: disable=wrong-import-position
@@ -85,3 +86,78 @@ def test_the_outcome_line():
         "p: precompiled (DeepGEMM Kernels compilation finished successfully.)")
     assert P.outcome("p", 1, "a\nTimeoutError: DeepGEMM Kernels compilation timeout.\n").startswith(
         "p: sglang.compile_deep_gemm failed (rc 1): a | TimeoutError")
+
+
+# The record of a complete precompile is keyed by what invalidates the cache: the venv and SGLang version (its
+# directory), the command line and environment, and the GPUs of the instance (its inputs).
+
+def _gpus(spec):
+    """gpu_facts' ``gpus`` from {index: (name, compute capability)}."""
+    return [{"index": i, "name": name, "compute_capability": cc, "compute_capability_major": int(cc.split(".")[0])}
+            for i, (name, cc) in sorted(spec.items())]
+
+
+H200 = ("NVIDIA H200", "9.0")
+B200 = ("NVIDIA B200", "10.0")
+
+
+def _inputs(unit, host_gpus):
+    return P.record_inputs(unit["precompile"], host_gpus)
+
+
+def test_the_record_is_keyed_by_the_gpus_the_instance_runs_on():
+    unit = _unit()  # prefill on GPUs 0-3
+    assert unit["precompile"]["gpus"] == [0, 1, 2, 3]
+    hopper = _gpus(dict((i, H200) for i in range(8)))
+    inputs = _inputs(unit, hopper)
+    assert inputs["gpus"] == ["%d: NVIDIA H200 (9.0)" % i for i in range(4)]
+    assert inputs["command"] == unit["precompile"]["command"] and inputs["env"] == unit["precompile"]["inputs"]["env"]
+    # The same GPUs: the record matches, so a restart or a second run skips the compile.
+    assert R.differs(_inputs(unit, hopper), R.normalize(inputs)) == []
+    # An sm_90 card swapped for an sm_100 one under the instance: compiled again.
+    swapped = _gpus(dict((i, B200 if i == 2 else H200) for i in range(8)))
+    assert R.differs(_inputs(unit, swapped), R.normalize(inputs)) == ["gpus"]
+    # Another type of the same architecture is another key too (the compiled configs follow the SM count).
+    h100 = _gpus(dict((i, ("NVIDIA H100 80GB HBM3", "9.0")) for i in range(8)))
+    assert R.differs(_inputs(unit, h100), R.normalize(inputs)) == ["gpus"]
+    # A GPU the instance does not run on changes nothing.
+    other = _gpus(dict((i, B200 if i == 6 else H200) for i in range(8)))
+    assert R.differs(_inputs(unit, other), R.normalize(inputs)) == []
+
+
+def test_fewer_gpus_or_none_read_is_another_key():
+    unit = _unit()
+    inputs = _inputs(unit, _gpus(dict((i, H200) for i in range(8))))
+    half = _inputs(unit, _gpus(dict((i, H200) for i in range(2))))
+    assert half["gpus"] == ["0: NVIDIA H200 (9.0)", "1: NVIDIA H200 (9.0)", "2: not found", "3: not found"]
+    assert R.differs(half, R.normalize(inputs)) == ["gpus"]
+    unread = _inputs(unit, [])
+    assert unread["gpus"] == ["GPUs not read"] and R.differs(unread, R.normalize(inputs)) == ["gpus"]
+
+
+def test_an_instance_without_a_gpu_list_is_keyed_by_every_gpu_of_the_host():
+    assert P.devices([], _gpus({0: H200, 1: B200})) == ["0: NVIDIA H200 (9.0)", "1: NVIDIA B200 (10.0)"]
+    assert P.devices(["1"], _gpus({0: H200, 1: B200})) == ["1: NVIDIA B200 (10.0)"]
+
+
+def test_the_cache_directories_are_keyed_by_version_venv_and_instance():
+    base = _unit(DECODE, "decode")["precompile"]["record"]
+    venv = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(
+        cache_root="/var/lib/sglang/cache", fingerprint=dict(FINGERPRINT, venv="/opt/sglang/venvs/other")))
+    version = U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(
+        cache_root="/var/lib/sglang/cache", fingerprint=dict(FINGERPRINT, sglang="0.5.24")))
+    other = U.server_unit(instance(DECODE, "decode", name="decode-1", port=31002), MODEL, server_settings(
+        cache_root="/var/lib/sglang/cache", fingerprint=FINGERPRINT))
+    records = [base, venv["precompile"]["record"], version["precompile"]["record"], other["precompile"]["record"]]
+    assert len(set(records)) == 4
+    assert all(r.startswith("/var/lib/sglang/cache/sglang-") and r.endswith("/pdserve-precompile.json") for r in records)
+
+
+def test_a_failure_names_the_instance_the_phase_the_output_and_the_journal():
+    out = "Begin DeepGEMM Kernels compilation...\n[t] TimeoutError: DeepGEMM Kernels compilation timeout.\n"
+    msg = P.failure("prefill-0", "gpu1", 1, out, "before its first start", "sglang-precompile-prefill-0.service")
+    assert msg.startswith("DeepGEMM precompile of prefill-0 on gpu1 failed before its first start: "
+                          "sglang.compile_deep_gemm failed (rc 1): ")
+    assert "TimeoutError: DeepGEMM Kernels compilation timeout." in msg
+    assert "journalctl -u sglang-precompile-prefill-0.service" in msg
+    assert "sglang_server_precompile_timeout" in msg and "sglang_server_precompile=never" in msg
