@@ -10,7 +10,9 @@ Pure functions, unit-tested; the role pdserve.sglang.sglang_router_address write
 - Every host starts as BACKUP with ``nopreempt``: a router that comes back after a failure does not take the address
   back (moving it resets the connections on the host that holds it); the highest priority wins the first election.
 - A check script run as the router's own user (never root) tracks the router unit: a router that is not active
-  (killed, restarting, stopped) puts its host in FAULT, which hands the address over at once.
+  (killed, restarting, stopped) puts its host in FAULT, which hands the address over at once. A planned restart
+  (the day-2 router roll) keeps the address where it is until the time in the handoff file, while a proxy hands the
+  new connections to another router.
 - Advertisements every ``advert_interval`` seconds: a lost host is noticed after about three of them.
 """
 
@@ -24,6 +26,7 @@ PREFIX = "sglang_router_address_"
 _IFNAME = re.compile(r"^[A-Za-z0-9_.@:-]{1,15}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 _UNIT = re.compile(r"^[A-Za-z0-9@_.:-]+\.service$")
+_PATH = re.compile(r"^(/[A-Za-z0-9_.-]+)+$")
 
 
 def _literal(value: Any) -> Optional[Any]:
@@ -33,7 +36,7 @@ def _literal(value: Any) -> Optional[Any]:
         return None
 
 
-def _int_in(value: Any, low: int, high: int) -> Optional[int]:
+def int_in(value: Any, low: int, high: int) -> Optional[int]:
     if isinstance(value, bool):
         return None
     try:
@@ -43,7 +46,7 @@ def _int_in(value: Any, low: int, high: int) -> Optional[int]:
     return number if low <= number <= high else None
 
 
-def _address_of(host: str, addresses: Dict[str, Dict[str, Any]], version: int) -> Optional[str]:
+def address_of(host: str, addresses: Dict[str, Dict[str, Any]], version: int) -> Optional[str]:
     """The host's first address of the virtual address' family (sglang_firewall_host_addresses, else ansible_host)."""
     given = addresses.get(host) or {"addresses": [host]}
     for value in given["addresses"]:
@@ -75,12 +78,12 @@ def plan(shared: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any]]
     ``ip -j addr show`` (None: not read yet, the interface is not judged)."""
     problems = []
     version = shared["version"]
-    vrid = _int_in(settings.get("virtual_router_id"), 1, 255)
+    vrid = int_in(settings.get("virtual_router_id"), 1, 255)
     if vrid is None:
         problems.append(problem(host, PREFIX + "virtual_router_id", "must be a whole number from 1 to 255, got %r"
                                 % (settings.get("virtual_router_id"),),
                                 "one number per virtual address of the network, the same on every router host"))
-    priority = _int_in(settings.get("priority"), 1, 254)
+    priority = int_in(settings.get("priority"), 1, 254)
     if priority is None:
         problems.append(problem(host, PREFIX + "priority", "must be a whole number from 1 to 254, got %r"
                                 % (settings.get("priority"),), "higher wins the first election, e.g. 150"))
@@ -94,10 +97,12 @@ def plan(shared: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any]]
                                 "e.g. 0.5: a lost router host is noticed after about three intervals"))
         interval = None
     for key, pattern, fix in (("script_user", _USER, "the router's service user"),
-                              ("unit", _UNIT, "sglang-router.service")):
+                              ("unit", _UNIT, "sglang-router.service"),
+                              ("check_script", _PATH, "/usr/local/sbin/pdserve-router-check"),
+                              ("handoff_file", _PATH, "/run/pdserve/router-handoff")):
         if not isinstance(settings.get(key), str) or not pattern.match(settings[key]):
             problems.append(problem(host, PREFIX + key, "must be a plain name, got %r" % (settings.get(key),), fix))
-    source = _address_of(host, addresses, version)
+    source = address_of(host, addresses, version)
     if source is None:
         problems.append(problem(host, "sglang_firewall_host_addresses", "gives %s no IPv%d address: VRRP speaks to the "
                                 "other router hosts from one, for the virtual address %s" % (host, version,
@@ -107,7 +112,7 @@ def plan(shared: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any]]
     for peer in shared["hosts"]:
         if peer == host:
             continue
-        address = _address_of(peer, addresses, version)
+        address = address_of(peer, addresses, version)
         if address is None:
             problems.append(problem(peer, "sglang_firewall_host_addresses", "gives %s no IPv%d address: the router "
                                     "host %s sends it VRRP by address" % (peer, version, host),
@@ -124,7 +129,9 @@ def plan(shared: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any]]
         interface = _judge_interface(host, shared, interface, source, _interfaces(ip_addr), problems)
     content = render(host, shared, interface, source, peers, vrid, priority, interval, settings) \
         if not problems and interface else ""
-    return {"problems": problems, "interface": interface, "source": source, "peers": peers, "content": content}
+    script = check_script(settings) if not problems else ""
+    return {"problems": problems, "interface": interface, "source": source, "peers": peers, "content": content,
+            "check_script": script}
 
 
 def _judge_interface(host, shared, interface, source, interfaces, problems):
@@ -153,6 +160,22 @@ def _judge_interface(host, shared, interface, source, interfaces, problems):
     return interface
 
 
+def check_script(settings: Dict[str, Any]) -> str:
+    """The check keepalived runs every second as the router's user: 0 while this host may hold the address."""
+    return "\n".join([
+        "#!/bin/sh",
+        "# Written by pdserve.sglang (role sglang_router_address): keepalived's check of the routers' virtual address.",
+        "# This host may hold it while its router is active, or until the time (epoch seconds) in the handoff file, which",
+        "# a planned restart of the router writes while a proxy hands the new connections to another router.",
+        "handoff=%s" % settings["handoff_file"],
+        "if [ -r \"$handoff\" ] && [ \"$(date +%s)\" -lt \"$(cat \"$handoff\")\" ] 2>/dev/null; then",
+        "    exit 0",
+        "fi",
+        "exec /usr/bin/systemctl is-active --quiet %s" % settings["unit"],
+        "",
+    ])
+
+
 def render(host, shared, interface, source, peers, vrid, priority, interval, settings) -> str:
     """keepalived.conf of ``host`` (sorted peers: a rerun writes the same text)."""
     bits = 32 if shared["version"] == 4 else 128
@@ -170,7 +193,7 @@ def render(host, shared, interface, source, peers, vrid, priority, interval, set
         "}",
         "",
         "vrrp_script pdserve_router_active {",
-        "    script \"/usr/bin/systemctl is-active --quiet %s\"" % settings["unit"],
+        "    script \"%s\"" % settings["check_script"],
         "    interval 1",
         "    fall 1",
         "    rise 2",

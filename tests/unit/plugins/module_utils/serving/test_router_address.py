@@ -11,7 +11,8 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology im
 from serving_support import DECODE, PREFILL, ROUTER_KEYS, TOPOLOGY_DEFAULTS
 
 SETTINGS = {"interface": "", "virtual_router_id": 51, "priority": 200, "advert_interval": 0.5,
-            "script_user": "sglang-router", "unit": "sglang-router.service"}
+            "script_user": "sglang-router", "unit": "sglang-router.service",
+            "check_script": "/usr/local/sbin/pdserve-router-check", "handoff_file": "/run/pdserve/router-handoff"}
 # ip -j addr show of router r1.
 LINKS = [{"ifname": "lo", "addr_info": [{"local": "127.0.0.1", "prefixlen": 8}]},
          {"ifname": "eth0", "addr_info": [{"local": "10.0.0.5", "prefixlen": 24}]}]
@@ -117,7 +118,7 @@ def test_keepalived_configuration():
     for line in ("script_user sglang-router", "vrrp_version 3", "state BACKUP", "nopreempt", "interface eth0",
                  "virtual_router_id 51", "priority 200", "advert_int 0.5", "unicast_src_ip 10.0.0.5",
                  "        10.0.0.6\n", "10.0.0.100/32 dev eth0",
-                 'script "/usr/bin/systemctl is-active --quiet sglang-router.service"'):
+                 'script "/usr/local/sbin/pdserve-router-check"'):
         assert line in text, line
     assert plan()["content"] == text
 
@@ -132,6 +133,7 @@ def test_keepalived_configuration():
     ({"interface": "eth0\n}\nvrrp_script x {"}, "sglang_router_address_interface"),
     ({"interface": "eth7"}, "sglang_router_address_interface"),
     ({"script_user": "root; x"}, "sglang_router_address_script_user"),
+    ({"handoff_file": "/run/x; rm -rf /"}, "sglang_router_address_handoff_file"),
 ])
 def test_bad_settings_are_refused_without_a_file(settings, variable):
     result = plan(settings=settings)
@@ -153,3 +155,32 @@ def test_interface_not_judged_before_the_host_is_read():
 def test_peer_known_by_name_only_is_refused():
     result = plan(r2={"ansible_host": "router-2.example"})
     assert any(p["host"] == "r2" and "no IPv4 address" in p["message"] for p in result["problems"])
+
+
+def test_check_script_honours_a_handoff_until_its_time(tmp_path):
+    """The script itself, run: active router or an unexpired handoff file -> 0; an expired or garbled one -> the
+    router's state decides (here a systemctl that says inactive)."""
+    import os  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    handoff = tmp_path / "handoff"
+    script = K.check_script(dict(SETTINGS, handoff_file=str(handoff)))
+    assert script.rstrip().endswith("exec /usr/bin/systemctl is-active --quiet sglang-router.service")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text("#!/bin/sh\nexit 3\n")
+    (fake / "systemctl").chmod(0o755)
+    path = tmp_path / "check"
+    path.write_text(script.replace("/usr/bin/systemctl", str(fake / "systemctl")))
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+
+    def run():
+        return subprocess.run(["sh", str(path)], env=env, check=False).returncode
+
+    assert run() == 3
+    handoff.write_text("%d\n" % (time.time() + 60))
+    assert run() == 0
+    handoff.write_text("%d\n" % (time.time() - 1))
+    assert run() == 3
+    handoff.write_text("soon\n")
+    assert run() == 3
