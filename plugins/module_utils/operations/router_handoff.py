@@ -64,9 +64,9 @@ def plan(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any
         if router["inventory_host"] == host:
             router_ports = {router.get("port"), router.get("prometheus_port")}
     if port is None or port in router_ports:
+        taken = ", ".join(str(p) for p in sorted(router_ports))
         result["problems"].append(problem(host, PORT_VARIABLE, "must be a free port from 1024 to 65535 other than the "
-                                          "router's (%s), got %r" % (", ".join(str(p) for p in sorted(router_ports)),
-                                                                      handoff_port),
+                                          "router's (%s), got %r" % (taken, handoff_port),
                                           "e.g. 31001: the proxy listens there on the virtual address while the router "
                                           "restarts"))
         return result
@@ -81,19 +81,19 @@ def plan(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any
         return result
     vip = shared["address"]
     family = "ip" if shared["version"] == 4 else "ip6"
-    result.update(peer=peer, peer_address=peer_address, listen="%s:%d" % (url_host(vip), port))
+    listen = "%s:%s" % (url_host(vip), port)
+    result.update(peer=peer, peer_address=peer_address, listen=listen)
     result["nft"] = "\n".join([
         "table inet %s {" % TABLE,
         "\tchain prerouting {",
         "\t\ttype nat hook prerouting priority dstnat; policy accept;",
         "\t\t# New connections to the routers' address go to the handoff proxy; those in flight stay with the router.",
-        "\t\t%s daddr %s tcp dport %d ct state new dnat %s to %s" % (family, vip, shared["port"], family,
-                                                                      result["listen"]),
+        "\t\t%s daddr %s tcp dport %s ct state new dnat %s to %s" % (family, vip, shared["port"], family, listen),
         "\t}",
         "\tchain input {",
         "\t\ttype filter hook input priority filter; policy accept;",
-        "\t\ttcp dport %d ct status dnat accept" % port,
-        "\t\ttcp dport %d reject with tcp reset" % port,
+        "\t\ttcp dport %s ct status dnat accept" % port,
+        "\t\ttcp dport %s reject with tcp reset" % port,
         "\t}",
         "}",
         "",
@@ -101,6 +101,5 @@ def plan(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any
     result["proxy_argv"] = (["systemd-run", "--unit=%s" % UNIT, "--collect", "--quiet"]
                             + ["--property=%s" % p for p in _PROXY_PROPERTIES]
                             + [_ACTIVATE, "--listen=%s" % result["listen"], _PROXY, "--connections-max=1024",
-                               "%s:%d" % (url_host(peer_address), shared["port"])])
+                               "%s:%s" % (url_host(peer_address), shared["port"])])
     return result
-

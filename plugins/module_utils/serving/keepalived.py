@@ -105,8 +105,8 @@ def plan(shared: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any]]
     source = address_of(host, addresses, version)
     if source is None:
         problems.append(problem(host, "sglang_firewall_host_addresses", "gives %s no IPv%d address: VRRP speaks to the "
-                                "other router hosts from one, for the virtual address %s" % (host, version,
-                                                                                            shared["address"]),
+                                "other router hosts from one, for the virtual address %s"
+                                % (host, version, shared["address"]),
                                 "set ansible_host (or sglang_firewall_host_addresses) of %s to its IP address" % host))
     peers = []
     for peer in shared["hosts"]:

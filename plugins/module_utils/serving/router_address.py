@@ -58,11 +58,11 @@ def judge(routers: List[Dict[str, Any]], host_vars: Dict[str, Dict[str, Any]], h
     problems = []
     unset = sorted(h for h, v in given.items() if v == "")
     for host in unset:
+        plural = len(set_on) > 1
         problems.append(problem(host, VARIABLE, "is not set here, but router host%s %s share%s the virtual address %r: "
-                                "every router host must hold it in turn" % ("s" if len(set_on) > 1 else "",
-                                                                             ", ".join(set_on),
-                                                                             "" if len(set_on) > 1 else "s",
-                                                                             given[set_on[0]]), _FIX_GROUP))
+                                "every router host must hold it in turn"
+                                % ("s" if plural else "", ", ".join(set_on), "" if plural else "s", given[set_on[0]]),
+                                _FIX_GROUP))
     values = sorted(set(str(given[h]) for h in set_on))
     if len(values) > 1:
         problems.append(problem(set_on[0], VARIABLE, "differs between the router hosts (%s): clients reach them at one "

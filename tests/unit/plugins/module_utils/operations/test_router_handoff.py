@@ -57,4 +57,3 @@ def test_a_restart_that_would_refuse_connections_is_named(routers, vip, port, sa
     plan = H.plan(topology, "r1", addresses, port)
     assert any(says in p["message"] for p in plan["problems"]), plan["problems"]
     assert plan["nft"] == "" and plan["proxy_argv"] == []
-

@@ -34,13 +34,13 @@ def messages(topology, variable):
 
 
 def test_no_virtual_address_by_default():
-    topology, _ = two_routers(vip="")
+    topology, _vars = two_routers(vip="")
     assert topology["router_address"] is None
     assert not messages(topology, "sglang_router_virtual_address")
 
 
 def test_shared_address_gives_clients_one_url():
-    topology, _ = two_routers()
+    topology, _vars = two_routers()
     assert not topology["problems"]
     assert topology["router_address"] == {"address": "10.0.0.100", "version": 4, "port": 30001, "hosts": ["r1", "r2"],
                                           "url": "http://10.0.0.100:30001"}
@@ -48,7 +48,7 @@ def test_shared_address_gives_clients_one_url():
 
 
 def test_tls_certificate_names_the_virtual_address():
-    topology, _ = two_routers(r1={"sglang_router_tls": "stack_ca"}, r2={"sglang_router_tls": "stack_ca"})
+    topology, _vars = two_routers(r1={"sglang_router_tls": "stack_ca"}, r2={"sglang_router_tls": "stack_ca"})
     assert topology["router_address"]["url"] == "https://10.0.0.100:30001"
     assert all(r["tls_names"][0] == "10.0.0.100" for r in topology["routers"])
 
@@ -63,20 +63,20 @@ def test_tls_certificate_names_the_virtual_address():
     (["10.0.0.100"], "must be an IP address"),
 ])
 def test_unusable_addresses_are_refused(vip, says):
-    topology, _ = two_routers(vip=vip)
+    topology, _vars = two_routers(vip=vip)
     assert any(says in m for m in messages(topology, "sglang_router_virtual_address")), topology["problems"]
 
 
 def test_router_hosts_must_agree():
-    topology, _ = two_routers(r2={"sglang_router_virtual_address": "10.0.0.101"})
+    topology, _vars = two_routers(r2={"sglang_router_virtual_address": "10.0.0.101"})
     assert any("differs between the router hosts" in m for m in messages(topology, "sglang_router_virtual_address"))
-    topology, _ = two_routers(r2={"sglang_router_virtual_address": ""})
+    topology, _vars = two_routers(r2={"sglang_router_virtual_address": ""})
     assert any("is not set here" in m for m in messages(topology, "sglang_router_virtual_address"))
 
 
 def test_router_must_listen_on_it_and_share_port_and_key():
-    topology, _ = two_routers(r1={"sglang_router_host": "10.0.0.5"}, r2={"sglang_router_port": 30011,
-                                                                          "sglang_router_api_key": "another-key"})
+    r2 = {"sglang_router_port": 30011, "sglang_router_api_key": "another-key"}
+    topology, _vars = two_routers(r1={"sglang_router_host": "10.0.0.5"}, r2=r2)
     assert any("would not answer on the virtual address" in m for m in messages(topology, "sglang_router_host"))
     assert any("one virtual address has one port" in m for m in messages(topology, "sglang_router_port"))
     key = messages(topology, "sglang_router_api_key")
@@ -85,9 +85,9 @@ def test_router_must_listen_on_it_and_share_port_and_key():
 
 
 def test_ipv6_address_needs_a_dual_or_v6_bind():
-    topology, _ = two_routers(vip="fd00::100")
+    topology, _vars = two_routers(vip="fd00::100")
     assert any("would not answer" in m for m in messages(topology, "sglang_router_host"))
-    topology, _ = two_routers(vip="fd00::100", r1={"sglang_router_host": "::"}, r2={"sglang_router_host": "::"})
+    topology, _vars = two_routers(vip="fd00::100", r1={"sglang_router_host": "::"}, r2={"sglang_router_host": "::"})
     assert not messages(topology, "sglang_router_host")
     assert topology["router_address"]["url"] == "http://[fd00::100]:30001"
 
@@ -100,14 +100,14 @@ def test_firewall_lets_vrrp_in_from_the_other_router_only():
     assert vrrp and vrrp[0]["v4"] == ["10.0.0.6"]
     text = F.render("r1", rules)
     assert "meta l4proto 112 ip saddr { 10.0.0.6 } accept\n\t\tmeta l4proto 112 drop" in text
-    gpu_rules, _ = F.host_ruleset(topology, "gpu", F.peer_addresses(host_vars))
+    gpu_rules, _problems = F.host_ruleset(topology, "gpu", F.peer_addresses(host_vars))
     assert not [r for r in gpu_rules if r["port"] == F.VRRP]
 
 
-def plan(host="r1", settings=None, links=LINKS, **kwargs):
+def plan(host="r1", settings=None, links=tuple(LINKS), **kwargs):
     topology, host_vars = two_routers(**kwargs)
     return K.plan(topology["router_address"], host, F.peer_addresses(host_vars), dict(SETTINGS, **(settings or {})),
-                  links)
+                  list(links) if links is not None else None)
 
 
 def test_keepalived_configuration():
