@@ -200,6 +200,10 @@ class Emulator(_Process):
                  "extra_args": ["--log-level", "warning"]}
         defaults = cmdline_argv(server_args(instance, model))
         self.args = merge_args(defaults, args, drop)
+        # SGLang's PD timeouts default to 300 s; the tests' stacks use 10 s, as a deployment sets them (the
+        # sglang_server role's sglang_server_disaggregation_*_timeout), unless the test chooses them.
+        for name in ("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT"):
+            self.env.setdefault(name, "10")
         # Compile caches of its own, as the role gives every instance (never the tester's ~/.cache/sglang),
         # unless the test chooses them.
         self.cache_dir = None

@@ -233,7 +233,7 @@ def test_decode_without_tool_parser_leaves_dsml_in_content(misconfigured):
     assert 'invoke name="get_weather"' in choice["message"]["content"]
 
 
-FAULT_ENV = {"SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT": "2"}
+FAULT_ENV = {"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "2", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "2"}
 FAULT_ROUTER = ("--disable-retries", "--disable-circuit-breaker")
 
 

@@ -68,7 +68,7 @@ SCENARIOS = {
     # 0.5.23's generating /health the router would mark that decode unhealthy instead.
     'router_5xx': (dict(decode_env={'SGLANG_EMULATOR_FAIL_5XX': '1',
                                     'SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION': '0'},
-                        prefill_env={'SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT': '1'},
+                        prefill_env={'SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT': '1'},
                         router_args=('--disable-retries', '--disable-circuit-breaker')), 'all',
                    'router answered 500'),
 }

@@ -171,7 +171,7 @@ def test_router_missing_expected_workers_times_out(pd_stack):
 def test_router_with_failing_decode_is_not_ready(pd_stack):
     # cheap /health of decode is 200 (the router registers it as healthy) but every generation fails
     pd = pd_stack(decode_env=dict(CHEAP_HEALTH, SGLANG_EMULATOR_FAIL_5XX='1'),
-                  prefill_env={'SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT': '1'},
+                  prefill_env={'SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT': '1'},
                   router_args=('--disable-retries',))
     result, failed = run_module({'endpoints': [{'url': pd.router_url, 'kind': 'router', 'name': 'router'}],
                                  'timeout': 4})

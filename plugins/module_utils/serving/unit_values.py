@@ -282,6 +282,27 @@ _UNIT_SETTINGS = (("user", "User"), ("group", "Group"), ("home", "WorkingDirecto
                   ("start_limit_interval_sec", "StartLimitIntervalSec"), ("start_limit_burst", "StartLimitBurst"),
                   ("limit_nofile", "LimitNOFILE"))
 _URL = re.compile(r"https?://[^\s\"'\\]+")
+# SGLang's PD timeouts (seconds, read with its EnvInt: a value that is not a whole number silently becomes 300) by the
+# key the role passes them under, the variable written into the env file, and the mode whose SGLang reads it: the
+# prefill fails a request its decode never bootstrapped, the decode one whose KV never came.
+PD_TIMEOUTS = (("disaggregation_bootstrap_timeout", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "prefill"),
+               ("disaggregation_waiting_timeout", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "decode"))
+
+
+def pd_timeout_problem(value: Any) -> Optional[str]:
+    """Why ``value`` cannot be one of SGLang's PD timeouts, or None: a whole number of seconds, at least 1."""
+    if isinstance(value, bool) or not is_scalar(value) or value is None or not re.fullmatch(r"[0-9]+", str(value).strip()):
+        return "must be a whole number of seconds (SGLang reads it as an integer and falls back to 300 s on anything " \
+               "else), got %r" % (value,)
+    if int(str(value).strip()) < 1:
+        return "must be at least 1 second (0 fails every request at once), got %r" % (value,)
+    return None
+
+
+def pd_timeout_env(settings: Dict[str, Any], mode: str) -> Dict[str, str]:
+    """The PD timeout variables of a server in ``mode`` from the role's settings (those it sets)."""
+    return {name: str(int(str(settings[key]).strip())) for key, name, reader in PD_TIMEOUTS
+            if reader == mode and settings.get(key) is not None}
 
 
 def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dict[str, str]] = None) -> List[Tuple[str, str, str]]:
@@ -309,6 +330,10 @@ def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dic
         why = executable_problem(settings["numactl_path"])
         if why:
             found.append((var("numactl_path"), why, "the absolute path of numactl, e.g. /usr/bin/numactl"))
+    for key, _name, _mode in PD_TIMEOUTS:
+        if settings.get(key) is not None and pd_timeout_problem(settings[key]):
+            found.append((var(key), pd_timeout_problem(settings[key]),
+                          "seconds before a request whose KV handshake or transfer stalls fails, e.g. 30"))
     for key, setting in _UNIT_SETTINGS:
         if key not in settings:
             continue

@@ -125,7 +125,9 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     ``instance``: a normalized instance of the topology (its ``metrics`` says whether it serves /metrics).
     ``settings``: launch_command, numa_binding, numactl_path, user, group, home,
     config_dir, unit_dir, restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
-    limit_nofile, hardening (dict), env (dict: transfer + model environment), fingerprint (dict: sglang, venv,
+    limit_nofile, hardening (dict), env (dict: transfer + model environment), disaggregation_bootstrap_timeout and
+    disaggregation_waiting_timeout (SGLang's PD timeouts, seconds: each written into the env file of the side that reads
+    it, unless env sets it), fingerprint (dict: sglang, venv,
     model; written first into the env file), cache_root (the instance's compile caches go below it, keyed by the
     fingerprint's sglang and venv; empty: SGLang's defaults under the home).
     Returns {name, unit, mode, unit_path, env_file, unit_text, env_text, argv_lines, files, directories, precompile
@@ -190,7 +192,9 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     variables = fingerprint_variables(settings.get("fingerprint"))
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
-    merged = dict(settings.get("env") or {})
+    # SGLang's PD timeout of this side first: the shared and the instance's env may still set it.
+    merged = V.pd_timeout_env(settings, instance["mode"])
+    merged.update(settings.get("env") or {})
     if instance.get("nodes") and instance.get("advertise_ip"):
         # Where the other nodes and the KV transfer reach this rank (bootstrap registration, Mooncake/NIXL), not the
         # address SGLang would guess (the route to 8.8.8.8, or the hostname's, possibly 127.0.1.1).

@@ -54,6 +54,20 @@ def process_age():
         return 0.0
 
 
+def env_int(env, name, default):
+    """An integer variable read the way SGLang 0.5.23's ``EnvInt`` reads it: unset -> ``default``; a value
+    that is not an integer -> a warning and ``default``."""
+    value = env.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        log.warning('Invalid value for %s: "%s" is not a valid integer value, using default "%s"',
+                    name, value, default)
+        return default
+
+
 def env_float(env, name, default):
     value = env.get(name)
     if value in (None, ""):
@@ -107,7 +121,15 @@ class Server:
         self.never_ready = self.env.get("SGLANG_EMULATOR_NEVER_READY") == "1"
         self.hang = self.env.get("SGLANG_EMULATOR_HANG") == "1"
         self.fail_5xx = self.env.get("SGLANG_EMULATOR_FAIL_5XX") == "1"
-        self.bootstrap_timeout = env_float(self.env, "SGLANG_EMULATOR_BOOTSTRAP_TIMEOUT", 10.0)
+        # SGLang's PD timeouts (srt/environ.py), same names and defaults. The prefill fails a request whose
+        # decode has not bootstrapped it within BOOTSTRAP_TIMEOUT; the decode fails one whose KV has not come
+        # within WAITING_TIMEOUT, or at once when its heartbeat loses the prefill (HEARTBEAT_INTERVAL, at least
+        # 2 s, times HEARTBEAT_MAX_FAILURE, at least 1).
+        self.bootstrap_timeout = env_int(self.env, "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", 300)
+        self.waiting_timeout = env_int(self.env, "SGLANG_DISAGGREGATION_WAITING_TIMEOUT", 300)
+        self.prefills = bootstrap.PrefillTable(
+            max(env_float(self.env, "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL", 5.0), 2.0),
+            max(env_int(self.env, "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE", 2), 1))
         self.token_delay = env_float(self.env, "SGLANG_EMULATOR_TOKEN_DELAY", 0.002)
         self.health_timeout = env_float(self.env, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0)
         # 0.5.23: /health generates one token unless this is false (default true).
@@ -272,12 +294,13 @@ class Server:
         if phase == "pending":
             rooms.fail(room, "bootstrap")
             phase, kind = "failed", "bootstrap"
-            why = "no decode server bootstrapped it within %.1fs" % self.bootstrap_timeout
+            # SGLang's words (prefill.py, CommonKVSender.poll): the decode never sent its KV indices.
+            why = "Request %s timed out after %.1fs in KVPoll.Bootstrapping" % (room, time.monotonic() - t_queue)
         else:
             why = "the decode side reported a %s failure" % kind
         if phase == "failed":
-            self._pd_failed(kind, "KV transfer failed for request rid=%s bootstrap_room=%s: %s"
-                            % (uuid.uuid4().hex, room, why))
+            self._pd_failed(kind, "Prefill bootstrap failed for request rank=0 req.rid='%s' req.bootstrap_room=%s "
+                            "with exception %s" % (uuid.uuid4().hex, room, why))
         t_boot = time.monotonic()
         m.observe("sglang:per_stage_req_latency_seconds", t_boot - t_queue, stage="prefill_bootstrap")
         m.observe("sglang:kv_transfer_bootstrap_ms", (t_boot - t_queue) * 1000.0)
@@ -334,7 +357,18 @@ class Server:
             if self.take_fault("bootstrap"):
                 await asyncio.to_thread(self._report, host, port, room, False, "bootstrap")
                 raise bootstrap.BootstrapError("KV bootstrap for room %s failed (injected)" % room)
-            state = await asyncio.to_thread(bootstrap.fetch_room, host, port, room, self.bootstrap_timeout)
+            addr = "%s:%s" % (host, port)
+            if not self.prefills.known(addr):
+                # The handshake: SGLang's decode fails it (prealloc queue, "Decode handshake failed") when the
+                # prefill's bootstrap server does not answer /route.
+                info = await asyncio.to_thread(bootstrap.fetch_route, host, port)
+                self.prefills.learn(addr, info)
+            self.prefills.track(addr, room)
+            try:
+                state = await asyncio.to_thread(bootstrap.fetch_room, host, port, room, self.waiting_timeout,
+                                                lambda: self.prefills.lost(addr, room))
+            finally:
+                self.prefills.untrack(addr, room)
         except bootstrap.BootstrapError as exc:
             self.count_failure(exc.kind)
             log.error("Decode transfer failed: %s", exc)

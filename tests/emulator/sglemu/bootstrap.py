@@ -6,8 +6,13 @@ Here the prefill records each request's state under its room; the decode server 
 (``GET /emulator/room/<room>``: the bootstrap), "receives the KV cache" and reports the transfer's result
 (``POST /emulator/room/<room>/result``), so both sides see a bootstrap or transfer failure, as both
 SGLang schedulers count one. A broken handshake cannot pass silently.
+
+Every hop goes over the network between the prefill's and the decode's hosts, as SGLang's do: the
+decode's ``/route`` fetch, its room polls and result report, and its heartbeat (``PrefillTable``), so a
+firewall drop between the two hosts breaks them the way it breaks SGLang's handshake and KV transfer.
 """
 import json
+import logging
 import re
 import threading
 import time
@@ -18,6 +23,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 MAX_ROOMS = 4096
+# SGLang's decode fetches /route without a timeout (the kernel's connect timeout bounds it, about 2 min under a
+# drop); the emulator bounds it like SGLang's per-rank bootstrap-info fetch (timeout=5).
+ROUTE_TIMEOUT = 5.0
+
+log = logging.getLogger("sglang.srt.disaggregation")
 
 
 class RoomStore:
@@ -174,22 +184,42 @@ def _base_url(host, port):
     return "http://%s:%s" % (host, port)
 
 
-def fetch_room(host, port, room, timeout):
-    """Fetch a room's state from the prefill bootstrap server, retrying until ``timeout``.
+def fetch_route(host, port, timeout=ROUTE_TIMEOUT):
+    """The prefill's parallel info from its bootstrap server (``GET /route``), as SGLang's decode fetches it
+    the first time it meets a bootstrap address. Raises BootstrapError(kind="bootstrap") when it cannot."""
+    url = "%s/route?engine_rank=-1&target_dp_group=-1" % _base_url(host, port)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return json.loads(resp.read().decode())
+    except (OSError, ValueError) as exc:
+        raise BootstrapError("Could not fetch prefill parallel info from bootstrap_addr: %s:%s (%s)"
+                             % (host, port, getattr(exc, "reason", exc)), "bootstrap") from None
 
-    Raises BootstrapError when the room cannot be fetched in time (connection refused, wrong
-    port, prefill down, room never registered).
+
+def fetch_room(host, port, room, timeout, lost=None):
+    """Wait for a room's state from the prefill bootstrap server: the decode's KVPoll.WaitingForInput.
+
+    Polls until the state comes, the prefill reports the room failed (410), ``lost()`` names a reason (the
+    heartbeat lost the prefill: SGLang's "Losing connection with prefill instance"), or ``timeout`` (SGLang's
+    SGLANG_DISAGGREGATION_WAITING_TIMEOUT) runs out. Those last two are transfer failures, as in SGLang's
+    decode transfer queue.
     """
     url = "%s/emulator/room/%s" % (_base_url(host, port), room)
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     last = "no attempt"
     while True:
+        reason = lost() if lost is not None else None
+        if reason:
+            raise BootstrapError("Decode transfer failed for request bootstrap_room=%s with exception %s"
+                                 % (room, reason), "transfer")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise BootstrapError("KV bootstrap from %s:%s for room %s failed after %.1fs: %s"
-                                 % (host, port, room, timeout, last))
+            raise BootstrapError("Decode transfer failed for request bootstrap_room=%s with exception Request %s "
+                                 "timed out after %.1fs in KVPoll.WaitingForInput (last: %s)"
+                                 % (room, room, time.monotonic() - start, last), "transfer")
         try:
-            with urllib.request.urlopen(url, timeout=max(0.2, min(remaining, 2.0))) as resp:
+            with urllib.request.urlopen(url, timeout=max(0.2, min(remaining, 1.0))) as resp:
                 return json.loads(resp.read().decode())["state"]
         except urllib.error.HTTPError as exc:
             if exc.code == 410:
@@ -200,6 +230,88 @@ def fetch_room(host, port, room, timeout):
         except (OSError, ValueError) as exc:
             last = str(getattr(exc, "reason", exc))
         time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
+class PrefillTable:
+    """The decode's view of the prefill bootstrap servers it met (SGLang's prefill info table and heartbeat).
+
+    An address enters on its first good ``/route``. A thread asks each known address for ``/health`` every
+    ``interval`` seconds (timeout 3 s, as SGLang's connect 2 s + read 3 s); after ``max_failures`` failures in a
+    row the prefill counts as lost: the address leaves the table (the next request fetches ``/route`` again)
+    and every room waiting on it fails with SGLang's reason.
+    """
+
+    def __init__(self, interval, max_failures):
+        self.interval, self.max_failures = interval, max_failures
+        self._lock = threading.Lock()
+        self._known = {}      # "host:port" -> /route info
+        self._failures = {}   # "host:port" -> heartbeat failures in a row
+        self._rooms = {}      # "host:port" -> {room: lost reason or None}
+        self._thread = None
+
+    def known(self, addr):
+        with self._lock:
+            return addr in self._known
+
+    def learn(self, addr, info):
+        with self._lock:
+            self._known[addr] = info
+            self._failures.setdefault(addr, 0)
+        self._start()
+
+    def track(self, addr, room):
+        with self._lock:
+            self._rooms.setdefault(addr, {})[str(room)] = None
+
+    def untrack(self, addr, room):
+        with self._lock:
+            self._rooms.get(addr, {}).pop(str(room), None)
+
+    def lost(self, addr, room):
+        with self._lock:
+            return self._rooms.get(addr, {}).get(str(room))
+
+    def beat(self, addr, healthy):
+        """One heartbeat result; returns the rooms failed when it made the prefill lost."""
+        with self._lock:
+            if addr not in self._known:
+                return []
+            if healthy:
+                self._failures[addr] = 0
+                return []
+            self._failures[addr] = self._failures.get(addr, 0) + 1
+            if self._failures[addr] < self.max_failures:
+                return []
+            del self._known[addr]
+            reason = "Losing connection with prefill instance (bootstrap_addr: %s)" % addr
+            rooms = self._rooms.get(addr, {})
+            for room in rooms:
+                rooms[room] = reason
+            return list(rooms)
+
+    def _start(self):
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, daemon=True, name="heartbeat")
+        self._thread.start()
+
+    def _run(self):
+        while True:
+            time.sleep(self.interval)
+            with self._lock:
+                addrs = list(self._known)
+            for addr in addrs:
+                try:
+                    with urllib.request.urlopen("http://%s/health" % addr, timeout=3.0) as resp:
+                        healthy = resp.status == 200
+                except (OSError, ValueError):
+                    healthy = False
+                failed = self.beat(addr, healthy)
+                if failed or not healthy:
+                    log.error("Heartbeat to prefill bootstrap %s failed%s", addr,
+                              ("; Losing connection with prefill instance (bootstrap_addr: %s), affected %d requests"
+                               % (addr, len(failed))) if failed else "")
 
 
 def _kind(http_error):

@@ -2,7 +2,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The three layers of a server's environment, through the role as a play renders them (the snapshot's
 render_units.yml on an inventory written here): the instance's own env over the model env over the transfer
-env, each instance's own env in its own env file and in no other."""
+env over SGLang's PD timeout of the instance's side (sglang_server_disaggregation_*_timeout), each instance's own
+env in its own env file and in no other."""
 
 import os
 import pathlib
@@ -29,15 +30,17 @@ INVENTORY = {
         {"name": "prefill-0", "port": 30000, "bootstrap_port": 8998, "dist_init_port": 30335,
          "env": {"LAYER": "prefill-0", "ONLY_PREFILL_0": "p0", "MODEL_ONLY": "p0"}},
         {"name": "prefill-1", "port": 30010, "bootstrap_port": 8999, "dist_init_port": 30345,
-         "env": {"LAYER": "prefill-1"}},
+         "env": {"LAYER": "prefill-1", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "90"}},
     ],
     "sglang_decode_instances": [{"name": "decode", "port": 30002, "dist_init_port": 30435}],
 }
 EXPECTED = {
     "prefill-0": {"LAYER": "prefill-0", "MODEL_ONLY": "p0", "ONLY_PREFILL_0": "p0", "TRANSFER_AND_MODEL": "model",
-                  "TRANSFER_ONLY": "t"},
-    "prefill-1": {"LAYER": "prefill-1", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t"},
-    "decode": {"LAYER": "model", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t"},
+                  "TRANSFER_ONLY": "t", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "30"},
+    "prefill-1": {"LAYER": "prefill-1", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t",
+                  "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "90"},
+    "decode": {"LAYER": "model", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t",
+               "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "30"},
 }
 
 

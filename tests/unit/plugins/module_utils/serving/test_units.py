@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import units as U
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving import unit_values as V
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv, router_args, server_args, worker_lines
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import build_topology
 from serving_support import DECODE, MODEL, PREFILL, TOPOLOGY_DEFAULTS, instance, role_defaults  # noqa: E402  pylint: disable=wrong-import-position
@@ -953,3 +954,32 @@ def test_router_unit_refuses_an_unknown_implementation(inventory):
     router, workers = blackwell_router(inventory)
     with pytest.raises(U.UnitValueError, match="sglang_router_implementation"):
         U.router_unit(router, workers, router_settings(implementation="vllm-router"))
+
+
+def test_each_side_gets_its_pd_timeout_and_env_still_wins():
+    """The prefill reads SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT, the decode SGLANG_DISAGGREGATION_WAITING_TIMEOUT."""
+    d = role_defaults("sglang_server")
+    settings = server_settings(env={}, disaggregation_bootstrap_timeout=d["sglang_server_disaggregation_bootstrap_timeout"],
+                               disaggregation_waiting_timeout=12)
+    prefill = dict(env_pairs(U.server_unit(instance(PREFILL, "prefill"), MODEL, settings)["env_text"]))
+    decode = dict(env_pairs(U.server_unit(instance(DECODE, "decode"), MODEL, settings)["env_text"]))
+    assert prefill["SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT"] == "30" and "SGLANG_DISAGGREGATION_WAITING_TIMEOUT" not in prefill
+    assert decode["SGLANG_DISAGGREGATION_WAITING_TIMEOUT"] == "12" and "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT" not in decode
+    own = instance(DECODE, "decode", env={"SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "600"})
+    assert dict(env_pairs(U.server_unit(own, MODEL, settings)["env_text"]))["SGLANG_DISAGGREGATION_WAITING_TIMEOUT"] == "600"
+
+
+@pytest.mark.parametrize("value", ["30s", 0, -5, 2.5, True, None, [30], "", "1e3"])
+def test_a_pd_timeout_sglang_would_not_read_is_refused(value):
+    if value is None:  # unset: nothing written, nothing refused
+        assert V.settings_problems(server_settings(disaggregation_waiting_timeout=None), "sglang_server_") == []
+        return
+    found = V.settings_problems(server_settings(disaggregation_waiting_timeout=value), "sglang_server_")
+    assert [f[0] for f in found] == ["sglang_server_disaggregation_waiting_timeout"], found
+    with pytest.raises(U.UnitValueError, match="sglang_server_disaggregation_waiting_timeout"):
+        U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(disaggregation_waiting_timeout=value))
+
+
+@pytest.mark.parametrize("value", [1, 30, "45", " 300 "])
+def test_whole_seconds_are_accepted(value):
+    assert V.settings_problems(server_settings(disaggregation_bootstrap_timeout=value), "sglang_server_") == []
