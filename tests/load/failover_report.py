@@ -9,7 +9,7 @@ The run passes when
   - some request started after the kill succeeded (the address moved and the other router served).
 
 It prints the figures: requests sent and failed, those in flight at the kill, and how long after the kill a new
-request was first answered (the start of its successful attempt).
+request was first answered (its status line came).
 
     python tests/load/failover_report.py --load load.json --kill 1767261234.5 [--json verdict.json]
 
@@ -33,7 +33,7 @@ def verdict(result, kill):
     after = [r for r in records if r["start"] > kill and not r["failure"]]
     if not after:
         violations.append("no request sent after the kill succeeded: the address did not move, or nobody served it")
-    answered = min((r.get("attempt") or r["start"]) for r in after) - kill if after else None
+    answered = min((r.get("answered") or r["end"]) for r in after) - kill if after else None
     figures = {"sent": len(records), "failed": len(failed), "in_flight_at_kill": len(in_flight),
                "serving_again_after_s": round(answered, 2) if answered is not None else None,
                "most_connect_retries": max([r.get("connect_retries", 0) for r in records] or [0])}

@@ -85,6 +85,7 @@ class Record:
     detail: str = ""
     connect_retries: int = 0  # connections refused before the last attempt (connect_retry)
     attempt: float = 0.0     # when the last attempt started
+    answered: float = 0.0    # when the answer's status line came (0: none came)
 
     @property
     def ok(self):
@@ -162,6 +163,7 @@ async def _attempt(session, config, record, body, headers):
     try:
         async with session.post(config.url.rstrip("/") + "/v1/chat/completions", json=body,
                                 headers=headers) as resp:
+            record.answered = time.time()
             record.status = resp.status
             if resp.status != 200:
                 text = await resp.text(errors="replace")

@@ -12,8 +12,10 @@ address and hands only its NEW connections to another router, through a proxy of
    handoff port and forwards to the peer router;
 3. an nftables table of its own sends new connections of the virtual address' router port to that port (a local
    redirect: no forwarding, nothing else changes), and lets nobody reach the handoff port directly;
-4. once the router has no client connection left it restarts, is waited for and validated; then the table goes (new
-   connections reach it again), the proxy's connections finish, the proxy stops and the file goes.
+4. once the router has no client connection left it restarts, is waited for and validated; then the redirect rule goes
+   (new connections reach it again), the proxy's connections finish, the proxy stops, and the table and the file go.
+   The NAT chain stays until the proxy's connections have finished: the kernel translates the addresses of redirected
+   connections only while a NAT chain is registered, and deleting it would stall them.
 
 A router host that does not hold the address restarts in place: no client reaches it. Pure functions, unit-tested.
 """

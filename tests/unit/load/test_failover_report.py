@@ -12,14 +12,15 @@ import failover_report  # noqa: E402  pylint: disable=wrong-import-position
 KILL = 1000.0
 
 
-def record(index, start, end, failure="", attempt=None, retries=0, stream=True):
+def record(index, start, end, failure="", answered=None, retries=0, stream=True):
     return {"index": index, "start": start, "end": end, "failure": failure, "detail": "", "stream": stream,
-            "attempt": attempt if attempt is not None else start, "connect_retries": retries}
+            "answered": answered if answered is not None else (0.0 if failure else start + 0.1),
+            "connect_retries": retries}
 
 
 def test_only_requests_in_flight_may_fail_and_a_new_one_must_be_answered():
     result = {"records": [record(0, 998.0, 999.0), record(1, 999.5, 1000.2, "stream_cut"),
-                          record(2, 1000.1, 1002.5, attempt=1001.3, retries=6), record(3, 1001.5, 1002.0)]}
+                          record(2, 1000.1, 1002.5, answered=1001.3, retries=6), record(3, 1001.5, 1002.0)]}
     out = failover_report.verdict(result, KILL)
     assert out["passed"], out["lines"]
     assert out["figures"] == {"sent": 4, "failed": 1, "in_flight_at_kill": 1, "serving_again_after_s": 1.3,

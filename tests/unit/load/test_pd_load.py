@@ -176,6 +176,7 @@ def test_refused_connection_is_retried_within_connect_retry():
     assert result["summary"]["failed"] == 0
     first = min(result["records"], key=lambda r: r["start"])
     assert first["connect_retries"] >= 3 and first["attempt"] - first["start"] >= 0.5
+    assert first["answered"] >= first["attempt"]
     result = asyncio.run(load(0.0))
     assert result["summary"]["failures"].get("connect", 0) >= 1
     result, _app = run("cut", requests=2, concurrency=1, connect_retry=5.0)
