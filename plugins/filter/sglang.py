@@ -193,10 +193,24 @@ def venv_name(version, source="pypi", git_version=None):
 
 
 def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
-    """pdserve.sglang.wait_ready endpoints for this host's servers, reached from the host itself."""
+    """pdserve.sglang.wait_ready endpoints for this host's servers, reached from the host itself.
+
+    A rank of an instance over several nodes carries ``rank`` and ``nnodes`` and is named with its rank: rank 0's
+    wait is the instance's (its real API: it answers only once every rank joined), a rank > 0's confirms that rank's
+    unit is active and its dummy /health answers, and is never taken for the instance's readiness."""
     entry, _problems = host_part(topology, inventory_host)
-    return [{"url": i["local_url"], "kind": "server", "unit": i["unit"], "name": i["unit"]}
-            for mode in modes for i in entry[mode] if i.get("local_url")]
+    out = []
+    for mode in modes:
+        for inst in entry[mode]:
+            if not inst.get("local_url"):
+                continue
+            endpoint = {"url": inst["local_url"], "kind": "server", "unit": inst["unit"], "name": inst["unit"]}
+            if (inst.get("nnodes") or 1) > 1:
+                endpoint.update(rank=inst.get("node_rank") or 0, nnodes=inst["nnodes"],
+                                name="%s (node rank %d of %d)" % (inst["unit"], inst.get("node_rank") or 0,
+                                                                   inst["nnodes"]))
+            out.append(endpoint)
+    return out
 
 
 def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__sglang_server_written"):

@@ -166,3 +166,29 @@ def test_prefill_bootstrap_route_503_until_every_rank_registered(procs):
     wait_for(lambda: http_get(route, timeout=1)[0] == 200, 30, "/route 200 once node rank 1 registered")
     assert json.loads(http_get(route, timeout=2)[1])["prefill_attn_tp_size"] == 2
     leader.wait_healthy(30)
+
+
+def test_wait_ready_never_takes_a_rank_above_zero_for_the_instance(procs):
+    """wait_ready's probe against real emulated ranks: a rank > 0's dummy /health is that rank's readiness only; the
+    same URL given as an instance (rank 0, or of unknown rank) is not ready."""
+    from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
+    from ansible_collections.pdserve.sglang.plugins.module_utils.validation import readiness as rd
+
+    dist = free_port()
+    leader, other = rank("decode", 0, 2, dist), rank("decode", 1, 2, dist)
+    procs.extend([leader.start(), other.start()])
+    leader.wait_healthy(30)
+    other.wait_healthy(30)
+
+    def wait(url, **kwargs):
+        waiter = rd.Waiter([rd.Endpoint(url, **kwargs)], HttpClient(timeout=5), timeout=2, interval=0.1)
+        states, outcome = waiter.run()
+        return outcome, states[0]
+
+    assert wait(other.url)[0] == "timeout"
+    assert wait(other.url, rank=0, nnodes=2)[0] == "timeout"
+    outcome, state = wait(other.url, rank=1, nnodes=2)
+    assert outcome == "ready" and "node rank 1" in state.last_status
+    assert wait(leader.url, rank=0, nnodes=2)[0] == "ready"
+    outcome, state = wait(leader.url, rank=1, nnodes=2)
+    assert outcome == "fatal" and "answers GET /model_info" in state.fatal

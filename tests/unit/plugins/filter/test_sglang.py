@@ -315,6 +315,18 @@ def test_wait_endpoints(inventory):
     assert F.wait_endpoints(topology, "elsewhere") == []
 
 
+def test_wait_endpoints_of_an_instance_over_several_nodes_carry_the_rank(inventory):
+    """inventories/multinode_tp: each host waits for its own rank, named with it; a rank > 0 is marked so that its
+    dummy /health is never taken for the instance's readiness."""
+    topology = build_topology(*inventory("multinode_tp"), defaults=TOPOLOGY_DEFAULTS)
+    leader = F.wait_endpoints(topology, "gpu-p0", ["prefill"])
+    other = F.wait_endpoints(topology, "gpu-p1", ["prefill"])
+    assert [(e["rank"], e["nnodes"], e["name"]) for e in leader] == [
+        (0, 2, "sglang-prefill-0.service (node rank 0 of 2)")]
+    assert [(e["rank"], e["nnodes"], e["name"], e["unit"]) for e in other] == [
+        (1, 2, "sglang-prefill-0.service (node rank 1 of 2)", "sglang-prefill-0.service")]
+
+
 def test_wait_endpoints_reach_wildcard_binds_over_loopback_and_skip_bad_ports():
     host_vars = {"gpu": {"ansible_host": "10.0.0.21", "sglang_decode_instances": [
         {"name": "decode", "port": 30002, "host": "0.0.0.0"}, {"name": "v6", "port": 30004, "host": "::"},
