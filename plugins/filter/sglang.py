@@ -20,6 +20,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.problems import rep
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import precompile as serving_precompile
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import instance_restarts as _instance_restarts
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import rank_restart_phases
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import unit_problems as _unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
     GROUPS,
@@ -213,10 +214,13 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
     return out
 
 
-def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__sglang_server_written"):
+def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__sglang_server_written", own=False,
+                      phases=False):
     """[{unit, rank, reasons}] of ``inventory_host``: ranks of instances over several nodes to restart because their
     files changed on another node of the play (the ``restarts_left`` of each host's write, registered as ``result``),
-    rank 0 first (see serving.restart_plan.instance_restarts)."""
+    rank 0 first (see serving.restart_plan.instance_restarts). ``own``: also those whose files changed on this host
+    (every rank of a changed instance). ``phases``: {stop_rank0, stop_others, start} of them, the order the play runs
+    on every host together (serving.restart_plan.rank_restart_phases)."""
     changed = {}
     for host in play_hosts or []:
         try:
@@ -224,7 +228,8 @@ def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__
         except KeyError:
             written = {}
         changed[host] = [item.get("unit") for item in written.get("restarts_left") or [] if isinstance(item, dict)]
-    return _instance_restarts(topology, changed).get(inventory_host, [])
+    restarts = _instance_restarts(topology, changed, own=bool(own)).get(inventory_host, [])
+    return rank_restart_phases(restarts) if phases else restarts
 
 
 def play_modes(group_names, run_tags, skip_tags=(), group_of=None):

@@ -7,6 +7,8 @@ inventory mistakes as a filter error naming the problems."""
 from collections.abc import Mapping
 
 import json
+import os
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
@@ -420,6 +422,38 @@ def test_instance_restarts_reads_every_play_hosts_write():
     assert [i["unit"] for i in instance_restarts(topology, hostvars, ["a", "b", "gone"], "a")] == ["sglang-p.service"]
     assert instance_restarts(topology, hostvars, ["a", "b"], "b") == []
     assert instance_restarts(topology, {}, ["a", "b"], "a") == []
+
+
+def test_instance_restarts_own_and_phases_order_every_rank_of_a_changed_instance():
+    from ansible_collections.pdserve.sglang.plugins.filter.sglang import instance_restarts
+    topology = {"hosts": {
+        "a": {"prefill": [{"name": "p", "unit": "sglang-p.service", "nodes": ["a", "b"], "node_rank": 0}], "decode": []},
+        "b": {"prefill": [{"name": "p", "unit": "sglang-p.service", "nodes": ["a", "b"], "node_rank": 1}], "decode": []},
+    }}
+    hostvars = {"a": {"__sglang_server_written": {"skipped": True}},
+                "b": {"__sglang_server_written": {"restarts_left": [{"unit": "sglang-p.service", "reasons": ["x"]}]}}}
+    assert [i["unit"] for i in instance_restarts(topology, hostvars, ["a", "b"], "b", own=True)] == ["sglang-p.service"]
+    a = instance_restarts(topology, hostvars, ["a", "b"], "a", own=True, phases=True)
+    b = instance_restarts(topology, hostvars, ["a", "b"], "b", own=True, phases=True)
+    assert [i["rank"] for i in a["stop_rank0"]] == [0] and a["stop_others"] == []
+    assert b["stop_rank0"] == [] and [i["rank"] for i in b["stop_others"]] == [1]
+    assert len(a["start"]) == len(b["start"]) == 1
+
+
+def test_run_stops_rank0_then_the_others_then_starts_all_and_the_handler_leaves_them():
+    """The order holds across hosts only as three tasks in that order (each ends on every host before the next)."""
+    import yaml
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_server")
+    with open(os.path.join(root, "tasks", "run.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    steps = [(t["ansible.builtin.systemd_service"]["state"], t["loop"]) for t in tasks
+             if "__sglang_server_rank_restarts" in str(t.get("loop"))]
+    assert steps == [("stopped", "{{ __sglang_server_rank_restarts.stop_rank0 }}"),
+                     ("stopped", "{{ __sglang_server_rank_restarts.stop_others }}"),
+                     ("started", "{{ __sglang_server_rank_restarts.start }}")]
+    with open(os.path.join(root, "handlers", "main.yml")) as handle:
+        handler = yaml.safe_load(handle)[0]
+    assert "rejectattr('unit', 'in'" in handler["loop"] and "own=true" in handler["loop"]
 
 
 def test_precompile_line_names_the_run_of_a_loop_result():
