@@ -102,7 +102,7 @@ options:
       rank:
         description:
           - Server only, with O(endpoints[].nnodes) above 1. The node rank of this endpoint in an instance over several
-            nodes. A rank above 0 serves only SGLang's dummy health server (C(/health) always 200, everything else 404):
+            nodes. A rank above 0 serves only SGLang's dummy health server (C(/health) always 200, everything else 404);
             it is ready when its C(/health) answers (its schedulers joined and loaded) with its O(endpoints[].unit)
             active, and that is never the instance's readiness, which is rank 0's. A rank above 0 that answers
             C(/model_info) fails at once (the topology gave a rank 0's URL).
