@@ -20,6 +20,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.problems import rep
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import argv
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving import precompile as serving_precompile
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import instance_restarts as _instance_restarts
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.restart_plan import rank_restart_phases
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.rules import unit_problems as _unit_problems
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology import (
     GROUPS,
@@ -193,16 +194,33 @@ def venv_name(version, source="pypi", git_version=None):
 
 
 def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
-    """pdserve.sglang.wait_ready endpoints for this host's servers, reached from the host itself."""
+    """pdserve.sglang.wait_ready endpoints for this host's servers, reached from the host itself.
+
+    A rank of an instance over several nodes carries ``rank`` and ``nnodes`` and is named with its rank: rank 0's
+    wait is the instance's (its real API: it answers only once every rank joined), a rank > 0's confirms that rank's
+    unit is active and its dummy /health answers, and is never taken for the instance's readiness."""
     entry, _problems = host_part(topology, inventory_host)
-    return [{"url": i["local_url"], "kind": "server", "unit": i["unit"], "name": i["unit"]}
-            for mode in modes for i in entry[mode] if i.get("local_url")]
+    out = []
+    for mode in modes:
+        for inst in entry[mode]:
+            if not inst.get("local_url"):
+                continue
+            endpoint = {"url": inst["local_url"], "kind": "server", "unit": inst["unit"], "name": inst["unit"]}
+            if (inst.get("nnodes") or 1) > 1:
+                endpoint.update(rank=inst.get("node_rank") or 0, nnodes=inst["nnodes"],
+                                name="%s (node rank %d of %d)" % (inst["unit"], inst.get("node_rank") or 0,
+                                                                   inst["nnodes"]))
+            out.append(endpoint)
+    return out
 
 
-def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__sglang_server_written"):
+def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__sglang_server_written", own=False,
+                      phases=False):
     """[{unit, rank, reasons}] of ``inventory_host``: ranks of instances over several nodes to restart because their
     files changed on another node of the play (the ``restarts_left`` of each host's write, registered as ``result``),
-    rank 0 first (see serving.restart_plan.instance_restarts)."""
+    rank 0 first (see serving.restart_plan.instance_restarts). ``own``: also those whose files changed on this host
+    (every rank of a changed instance). ``phases``: {stop_rank0, stop_others, start} of them, the order the play runs
+    on every host together (serving.restart_plan.rank_restart_phases)."""
     changed = {}
     for host in play_hosts or []:
         try:
@@ -210,7 +228,8 @@ def instance_restarts(topology, hostvars, play_hosts, inventory_host, result="__
         except KeyError:
             written = {}
         changed[host] = [item.get("unit") for item in written.get("restarts_left") or [] if isinstance(item, dict)]
-    return _instance_restarts(topology, changed).get(inventory_host, [])
+    restarts = _instance_restarts(topology, changed, own=bool(own)).get(inventory_host, [])
+    return rank_restart_phases(restarts) if phases else restarts
 
 
 def play_modes(group_names, run_tags, skip_tags=(), group_of=None):

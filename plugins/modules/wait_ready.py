@@ -99,6 +99,24 @@ options:
         type: bool
         default: false
         version_added: 0.4.0
+      rank:
+        description:
+          - Server only, with O(endpoints[].nnodes) above 1. The node rank of this endpoint in an instance over several
+            nodes. A rank above 0 serves only SGLang's dummy health server (C(/health) always 200, everything else 404);
+            it is ready when its C(/health) answers (its schedulers joined and loaded) with its O(endpoints[].unit)
+            active, and that is never the instance's readiness, which is rank 0's. A rank above 0 that answers
+            C(/model_info) fails at once (the topology gave a rank 0's URL).
+          - Rank 0 (and any server) that answers C(/health) 200 but 404 on C(/server_info) (or on C(/model_info) with
+            O(generate=false)) is such a dummy health server and is not ready.
+        type: int
+        default: 0
+        version_added: 0.4.0
+      nnodes:
+        description:
+          - Server only. The number of nodes of the instance this endpoint belongs to (1 for a single-host instance).
+        type: int
+        default: 1
+        version_added: 0.4.0
       workers:
         description:
           - Router only. The workers the router must serve, as the serving topology's C(router_workers) gives them,
@@ -328,6 +346,8 @@ def argument_spec():
                 pid=dict(type='int'),
                 expected_prefill=dict(type='int', default=1),
                 expected_decode=dict(type='int', default=1),
+                rank=dict(type='int', default=0),
+                nnodes=dict(type='int', default=1),
                 model=dict(type='str'),
                 timeout=dict(type='float'),
                 workers=dict(type='dict'),

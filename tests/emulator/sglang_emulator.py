@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,6 +49,11 @@ def main(argv=None):
     from sglemu.startup import Startup, StartupError
 
     log = logging.getLogger("sglang_emulator")
+    from sglemu import ranks
+    if (args.nnodes or 1) > 1 and (args.node_rank or 0) > 0:
+        # A rank > 0: schedulers and a dummy health server only (sglemu/ranks.py).
+        from sglemu.app import process_age
+        ranks.flush_and_exit(ranks.run_rank(args, dict(os.environ), time.monotonic() - process_age()))
     # SGLang's rank 0 serves the torch.distributed rendezvous (c10d's TCPStore) on the port of
     # --dist-init-addr: two servers given the same port on one host fail at startup. Hold that port
     # like it does, on every interface, whatever host the flag names.
@@ -61,8 +67,15 @@ def main(argv=None):
                       "on any local network address. port: %s, %s (--dist-init-addr %s)",
                       port, exc, args.dist_init_addr)
             return 1
+    group = None
+    if (args.nnodes or 1) > 1 and rendezvous is not None:
+        group = ranks.Rendezvous(rendezvous, args)
+        group.start()
     server = Server(args)
     app = create_app(server)
+    if group is not None:
+        # On its way down (uvicorn's shutdown, after SIGTERM) rank 0 broadcasts ShutdownReq: the other ranks exit.
+        app.router.on_shutdown.append(group.shutdown)
     try:
         server.start_background()
     except OSError as exc:
@@ -73,6 +86,9 @@ def main(argv=None):
         "SGLang emulator: model=%s served_model_name=%s mode=%s tp=%s port=%s",
         args.model_path, args.served_model_name, args.disaggregation_mode, args.tp_size,
         args.port)
+    # init_process_group: rank 0 waits for every other node before it loads anything (--dist-timeout).
+    if group is not None and not group.wait():
+        return 1
     # Like SGLang, the HTTP port opens only when the engine is up: connections are refused while it loads.
     try:
         timings = Startup(args, server.env, server.started).run()

@@ -77,6 +77,18 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
         plain = in_service and peers[worker["mode"]] < 2
         worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=plain, in_service=in_service,
                       unvalidated=plain and bool(upgrade))
+        nodes = worker.get("nodes") or []
+        if len(nodes) > 1:
+            # The roll restarts one unit on the worker's host: for an instance over several hosts that is rank 0 alone,
+            # whose shutdown broadcast ends the other ranks (they then stay down), so the new rank 0 waits for them at its
+            # rendezvous until dist_timeout and fails. Refused up front rather than broken half-way.
+            problems.append(problem(
+                worker["inventory_host"], "%s_instances" % variable,
+                "%s runs over several hosts (%s): a roll restarts its rank 0 alone, whose shutdown ends the ranks on %s "
+                "for good, so the restarted rank 0 waits for them until its dist_timeout and fails"
+                % (worker["name"], ", ".join(nodes), ", ".join(nodes[1:])),
+                "leave it out of the roll (select other instances or hosts) and restart it with the deploy play, which "
+                "stops its rank 0 first, then its other ranks, and starts them all together"))
         if worker["unvalidated"] and not plain_restart:
             problems.append(problem(
                 worker["inventory_host"], "%s_unvalidated_restart" % variable,

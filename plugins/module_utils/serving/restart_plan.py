@@ -154,9 +154,12 @@ def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [merged[u] for u in order]
 
 
-def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]]) -> Dict[str, List[Dict[str, Any]]]:
+def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]],
+                      own: bool = False) -> Dict[str, List[Dict[str, Any]]]:
     """``{host: [{unit, rank, reasons, restarts}]}``: the ranks of instances over several nodes that restart because their unit
-    or env file changed on ANOTHER node (``changed``: {host: units restarted there for their own files}).
+    or env file changed on ANOTHER node (``changed``: {host: units restarted there for their own files}); with ``own``,
+    also the ranks whose files changed on their own node: then every rank of a changed instance, each restarted
+    through the ordered stop and start of ``rank_restart_phases`` rather than alone.
 
     An instance over several nodes is one restart group: a rank cannot rejoin a running group, and after rank 0 stops
     the other ranks exit and stay down. So a change on any node restarts every rank; each host's list is ordered rank 0
@@ -168,7 +171,7 @@ def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]
         for mode in ("prefill", "decode"):
             for inst in entry.get(mode) or []:
                 nodes = inst.get("nodes") or []
-                if len(nodes) < 2 or inst["unit"] in changed.get(host, set()):
+                if len(nodes) < 2 or (not own and inst["unit"] in changed.get(host, set())):
                     continue
                 where = [n for n in nodes if inst["unit"] in changed.get(n, set())]
                 if where:
@@ -180,3 +183,26 @@ def instance_restarts(topology: Dict[str, Any], changed: Dict[str, Iterable[str]
     for host in out:
         out[host].sort(key=lambda item: (item["rank"], item["unit"]))
     return out
+
+
+RANK_PHASES = ("stop_rank0", "stop_others", "start")
+
+
+def rank_restart_phases(restarts: Iterable[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    """One host's ranks to restart (``instance_restarts`` with ``own``) as the three steps every host of the play runs
+    together, each step finished on every host before the next begins:
+
+    1. ``stop_rank0``: stop each instance's rank 0. SGLang's rank 0 drains and broadcasts ShutdownReq; the other ranks
+       exit (they ignore SIGTERM until then, so stopping one of them first would wait out its TimeoutStopSec and end
+       in SIGKILL, and the rank 0 left running would die on the broken group or block).
+    2. ``stop_others``: stop the ranks > 0; most have exited already, ``systemctl stop`` waits for the rest, bounded by
+       their (longer) TimeoutStopSec.
+    3. ``start``: start every rank; rank 0 waits for the others at its rendezvous, within ``dist_timeout``, so their
+       order does not matter.
+    """
+    restarts = list(restarts or [])
+    return {
+        "stop_rank0": [r for r in restarts if not r.get("rank")],
+        "stop_others": [r for r in restarts if r.get("rank")],
+        "start": restarts,
+    }

@@ -61,8 +61,13 @@ class Endpoint(object):
     """One thing to wait for."""
 
     def __init__(self, url, kind='server', name=None, unit=None, pid=None,
-                 expected_prefill=1, expected_decode=1, model=None, timeout=None, workers=None, register=False):
+                 expected_prefill=1, expected_decode=1, model=None, timeout=None, workers=None, register=False,
+                 rank=0, nnodes=1):
         self.url = url.rstrip('/')
+        # Server only: an instance over several nodes (nnodes > 1) and the node rank this endpoint is. A rank > 0 serves
+        # only SGLang's dummy health server (always 200): it is never the instance's readiness, only its rank's.
+        self.rank = int(rank or 0)
+        self.nnodes = int(nnodes or 1)
         # Seconds this endpoint may take; None: the Waiter's timeout.
         self.timeout = float(timeout) if timeout is not None else None
         self.kind = kind
@@ -85,7 +90,7 @@ class Endpoint(object):
                    expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
                    expected_decode=item.get('expected_decode', 1) if item.get('expected_decode') is not None else 1,
                    model=item.get('model'), timeout=item.get('timeout'), workers=item.get('workers'),
-                   register=bool(item.get('register')))
+                   register=bool(item.get('register')), rank=item.get('rank') or 0, nnodes=item.get('nnodes') or 1)
 
 
 class EndpointState(object):
@@ -309,10 +314,23 @@ def probe_server(client: HttpClient, state: "EndpointState", generate: bool, dea
     """One probe of a model server; True when ready."""
     ep = state.endpoint
     timeout = _remaining_timeout(client, deadline, clock())
+    if ep.nnodes > 1:
+        state.details['rank'] = '%d of %d' % (ep.rank, ep.nnodes)
     health = client.get(join_url(ep.url, '/health'), timeout=timeout)
     if health.status != 200:
         state.last_status = health.summary('/health')
         return False
+    if ep.rank > 0:
+        return _rank_ready(client, state, health, timeout)
+    if ep.nnodes > 1 and not generate:
+        # Rank 0 of an instance over several nodes: /health 200 from its real API, not a dummy health server.
+        info = client.get(join_url(ep.url, '/model_info'), timeout=timeout)
+        if info.status != 200:
+            state.last_status = '%s, %s%s' % (health.summary('/health'), info.summary('/model_info'),
+                                              DUMMY_HEALTH_HINT if info.status == 404 else '')
+            return False
+        state.last_status = health.summary('/health') + ', ' + info.summary('/model_info')
+        return True
     if not generate:
         state.last_status = health.summary('/health')
         return True
@@ -325,6 +343,11 @@ def probe_server(client: HttpClient, state: "EndpointState", generate: bool, dea
             state.details['disaggregation_mode'] = str(data.get('disaggregation_mode') or NULL_MODE)
             if data.get('served_model_name'):
                 state.details['model'] = data.get('served_model_name')
+        elif info.status == 404:
+            # Only a dummy health server answers /health 200 and 404 elsewhere; its /health_generate is 200 too, so it
+            # must never be taken for a PD server that generated.
+            state.last_status = health.summary('/health') + ', ' + info.summary('/server_info') + DUMMY_HEALTH_HINT
+            return False
         else:
             state.details['server_info'] = info.summary('/server_info')
     now = clock()
@@ -349,6 +372,27 @@ def probe_server(client: HttpClient, state: "EndpointState", generate: bool, dea
     if not ok:
         _generation_failed(state, clock(), interval)
     return ok
+
+
+DUMMY_HEALTH_HINT = (' (SGLang\'s dummy health server of a node rank > 0 answers only /health: this URL is not the '
+                     'instance\'s rank 0, whose readiness is the instance\'s)')
+
+
+def _rank_ready(client: HttpClient, state: "EndpointState", health: Any, timeout: float) -> bool:
+    """A node rank > 0 of an instance over several nodes: its dummy health server answers once its schedulers joined
+    the group and loaded; that says this rank is up (with its unit active), never that the instance serves (rank 0's
+    wait says that). A URL that answers /model_info is an API server, not a rank > 0: the topology is wrong."""
+    ep = state.endpoint
+    info = client.get(join_url(ep.url, '/model_info'), timeout=timeout)
+    if info.status == 200:
+        state.fatal = ('%s is node rank %d of %d, but it answers GET /model_info like an instance\'s rank 0 (a node '
+                       'rank > 0 serves only a dummy /health): check the instance\'s nodes' % (ep.name, ep.rank, ep.nnodes))
+        state.last_status = info.summary('/model_info')
+        return False
+    state.details['generation'] = ('none: node rank %d of %d serves only a dummy /health (200 once its schedulers '
+                                   'joined and loaded); the instance is ready when its rank 0 is' % (ep.rank, ep.nnodes))
+    state.last_status = health.summary('/health') + ' (dummy health of node rank %d)' % ep.rank
+    return True
 
 
 def probe_router(client: HttpClient, state: "EndpointState", generate: bool, deadline: float, interval: float,

@@ -161,8 +161,12 @@ class Server:
                     "prefill_pp_size": 1, "page_size": self.args.page_size or 1,
                     "transfer_backend": self.args.disaggregation_transfer_backend,
                     "emulated": True}
+            # Over several nodes, every prefill rank registers here (rank 0's local ones at once).
+            size = max(1, self.args.tp_size * (getattr(self.args, "pp_size", None) or 1))
+            per_node = max(1, size // max(1, getattr(self.args, "nnodes", None) or 1))
             self.bootstrap = bootstrap.BootstrapServer(
-                self.args.host, self.args.disaggregation_bootstrap_port, info)
+                self.args.host, self.args.disaggregation_bootstrap_port, info,
+                expected=size, local=range(per_node))
             self.bootstrap.start()
             log.info("Bootstrap server listening on %s:%s", self.args.host,
                      self.args.disaggregation_bootstrap_port)

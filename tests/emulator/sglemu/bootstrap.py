@@ -101,10 +101,17 @@ class RoomStore:
 
 
 class BootstrapServer:
-    def __init__(self, host, port, info):
+    """``expected``: the prefill ranks (tp x pp over all nodes) that must register (``PUT /route``) before ``GET
+    /route`` answers 200; ``local``: the engine ranks of this node (rank 0's), registered at once."""
+
+    def __init__(self, host, port, info, expected=1, local=(0,)):
         self.rooms = RoomStore()
         self.info = info
-        store, info_ref = self.rooms, info
+        self.expected = expected
+        self.registered = {}  # engine_rank -> registration body
+        for rank in local:
+            self.registered[int(rank)] = {"engine_rank": int(rank), "rank_ip": host}
+        store, info_ref, server_ref = self.rooms, info, self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -126,6 +133,11 @@ class BootstrapServer:
                     self._send(200, "OK")
                 elif url.path == "/route":
                     query = parse_qs(url.query)
+                    count = len(server_ref.registered)
+                    if count < server_ref.expected:
+                        # SGLang's bootstrap server until every prefill rank (every node) registered.
+                        self._send(503, "Prefill server not fully registered yet (%d workers registered)" % count)
+                        return
                     payload = dict(info_ref)
                     payload["engine_rank"] = query.get("engine_rank", ["-1"])[0]
                     self._send(200, payload)
@@ -140,6 +152,23 @@ class BootstrapServer:
                         self._send(200, {"room": room, "state": state})
                 else:
                     self._send(404, {"error": "not found"})
+
+            def do_PUT(self):  # noqa: N802 (http.server API)
+                """A prefill rank registers (SGLang's register_to_bootstrap): {role, rank_ip, rank_port, engine_rank}."""
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length).decode() or "{}")
+                    rank = int(body["engine_rank"])
+                except (ValueError, KeyError, TypeError):
+                    self._send(400, {"error": "bad registration"})
+                    return
+                if urlparse(self.path).path != "/route":
+                    self._send(404, {"error": "not found"})
+                    return
+                server_ref.registered[rank] = body
+                log.info("Prefill rank %d registered from %s (%d of %d)", rank, body.get("rank_ip"),
+                         len(server_ref.registered), server_ref.expected)
+                self._send(200, "OK")
 
             def do_POST(self):  # noqa: N802 (http.server API)
                 url = urlparse(self.path)

@@ -7,6 +7,8 @@ inventory mistakes as a filter error naming the problems."""
 from collections.abc import Mapping
 
 import json
+import os
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
@@ -315,6 +317,18 @@ def test_wait_endpoints(inventory):
     assert F.wait_endpoints(topology, "elsewhere") == []
 
 
+def test_wait_endpoints_of_an_instance_over_several_nodes_carry_the_rank(inventory):
+    """inventories/multinode_tp: each host waits for its own rank, named with it; a rank > 0 is marked so that its
+    dummy /health is never taken for the instance's readiness."""
+    topology = build_topology(*inventory("multinode_tp"), defaults=TOPOLOGY_DEFAULTS)
+    leader = F.wait_endpoints(topology, "gpu-p0", ["prefill"])
+    other = F.wait_endpoints(topology, "gpu-p1", ["prefill"])
+    assert [(e["rank"], e["nnodes"], e["name"]) for e in leader] == [
+        (0, 2, "sglang-prefill-0.service (node rank 0 of 2)")]
+    assert [(e["rank"], e["nnodes"], e["name"], e["unit"]) for e in other] == [
+        (1, 2, "sglang-prefill-0.service (node rank 1 of 2)", "sglang-prefill-0.service")]
+
+
 def test_wait_endpoints_reach_wildcard_binds_over_loopback_and_skip_bad_ports():
     host_vars = {"gpu": {"ansible_host": "10.0.0.21", "sglang_decode_instances": [
         {"name": "decode", "port": 30002, "host": "0.0.0.0"}, {"name": "v6", "port": 30004, "host": "::"},
@@ -408,6 +422,38 @@ def test_instance_restarts_reads_every_play_hosts_write():
     assert [i["unit"] for i in instance_restarts(topology, hostvars, ["a", "b", "gone"], "a")] == ["sglang-p.service"]
     assert instance_restarts(topology, hostvars, ["a", "b"], "b") == []
     assert instance_restarts(topology, {}, ["a", "b"], "a") == []
+
+
+def test_instance_restarts_own_and_phases_order_every_rank_of_a_changed_instance():
+    from ansible_collections.pdserve.sglang.plugins.filter.sglang import instance_restarts
+    topology = {"hosts": {
+        "a": {"prefill": [{"name": "p", "unit": "sglang-p.service", "nodes": ["a", "b"], "node_rank": 0}], "decode": []},
+        "b": {"prefill": [{"name": "p", "unit": "sglang-p.service", "nodes": ["a", "b"], "node_rank": 1}], "decode": []},
+    }}
+    hostvars = {"a": {"__sglang_server_written": {"skipped": True}},
+                "b": {"__sglang_server_written": {"restarts_left": [{"unit": "sglang-p.service", "reasons": ["x"]}]}}}
+    assert [i["unit"] for i in instance_restarts(topology, hostvars, ["a", "b"], "b", own=True)] == ["sglang-p.service"]
+    a = instance_restarts(topology, hostvars, ["a", "b"], "a", own=True, phases=True)
+    b = instance_restarts(topology, hostvars, ["a", "b"], "b", own=True, phases=True)
+    assert [i["rank"] for i in a["stop_rank0"]] == [0] and a["stop_others"] == []
+    assert b["stop_rank0"] == [] and [i["rank"] for i in b["stop_others"]] == [1]
+    assert len(a["start"]) == len(b["start"]) == 1
+
+
+def test_run_stops_rank0_then_the_others_then_starts_all_and_the_handler_leaves_them():
+    """The order holds across hosts only as three tasks in that order (each ends on every host before the next)."""
+    import yaml
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_server")
+    with open(os.path.join(root, "tasks", "run.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    steps = [(t["ansible.builtin.systemd_service"]["state"], t["loop"]) for t in tasks
+             if "__sglang_server_rank_restarts" in str(t.get("loop"))]
+    assert steps == [("stopped", "{{ __sglang_server_rank_restarts.stop_rank0 }}"),
+                     ("stopped", "{{ __sglang_server_rank_restarts.stop_others }}"),
+                     ("started", "{{ __sglang_server_rank_restarts.start }}")]
+    with open(os.path.join(root, "handlers", "main.yml")) as handle:
+        handler = yaml.safe_load(handle)[0]
+    assert "rejectattr('unit', 'in'" in handler["loop"] and "own=true" in handler["loop"]
 
 
 def test_precompile_line_names_the_run_of_a_loop_result():

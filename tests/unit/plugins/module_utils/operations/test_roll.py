@@ -237,3 +237,15 @@ def test_the_judge_names_every_lone_worker_of_the_host():
     both = [dict(w, inventory_host="p") for w in plan["workers"]]
     refusal = precompile_refusal(both, "p", "upgrade")
     assert refusal.startswith("prefill-0 (prefill), decode-0 (decode) on p: each the only worker of its type would stop")
+
+
+def test_an_instance_over_several_hosts_is_refused_by_the_roll(inventory):
+    """inventories/multinode_tp: restarting rank 0 alone ends the other ranks for good (its shutdown broadcast), so the
+    restarted rank 0 would wait out dist_timeout; the roll refuses such a worker before it starts."""
+    topology = build_topology(*inventory("multinode_tp"), defaults=TOPOLOGY_DEFAULTS)
+    plan = roll_plan(topology, plain_restart=True)
+    refused = [p for p in plan["problems"] if "runs over several hosts" in p["message"]]
+    assert len(refused) == 2 and all(p["variable"] == "sglang_operations_roll_instances" for p in refused)
+    assert "prefill-0 runs over several hosts (gpu-p0, gpu-p1)" in refused[0]["message"]
+    assert "ends the ranks on gpu-p1" in refused[0]["message"]
+    assert roll_plan(stack(), plain_restart=True)["problems"] == []

@@ -180,6 +180,29 @@ def test_nothing_more_for_single_host_units_or_nodes_that_restart_anyway():
     assert rp.instance_restarts(_spanning_topology(), {}) == {}
 
 
+def test_with_own_every_rank_of_a_changed_instance_restarts_including_the_changed_node():
+    """The handler no longer restarts a rank alone for its own files: with own, the rank whose node changed is in the
+    ordered restart too, on every node; single-host units stay with the handler."""
+    out = rp.instance_restarts(_spanning_topology(), {"b": ["sglang-prefill-0.service"]}, own=True)
+    assert sorted(out) == ["a", "b", "c"]
+    assert [(h, i["rank"]) for h in "abc" for i in out[h]] == [("a", 0), ("b", 1), ("c", 2)]
+    everywhere = dict((h, ["sglang-prefill-0.service", "sglang-solo.service"]) for h in "abc")
+    out = rp.instance_restarts(_spanning_topology(), everywhere, own=True)
+    assert [i["unit"] for h in "abc" for i in out[h]] == ["sglang-prefill-0.service"] * 3
+    assert rp.instance_restarts(_spanning_topology(), {"a": ["sglang-solo.service"]}, own=True) == {}
+
+
+def test_rank_restart_phases_stop_rank0_first_then_the_others_then_start_all():
+    out = rp.instance_restarts(_spanning_topology(), {"c": ["sglang-prefill-0.service"]}, own=True)
+    leader, other = rp.rank_restart_phases(out["a"]), rp.rank_restart_phases(out["b"])
+    assert list(leader) == list(rp.RANK_PHASES) == ["stop_rank0", "stop_others", "start"]
+    # rank 0's host stops in the first step only; a rank > 0's host in the second; both start in the third
+    assert [i["rank"] for i in leader["stop_rank0"]] == [0] and leader["stop_others"] == []
+    assert other["stop_rank0"] == [] and [i["rank"] for i in other["stop_others"]] == [1]
+    assert [i["unit"] for i in leader["start"] + other["start"]] == ["sglang-prefill-0.service"] * 2
+    assert rp.rank_restart_phases([]) == {"stop_rank0": [], "stop_others": [], "start": []}
+
+
 def test_a_switch_of_the_router_implementation_is_named_by_the_fingerprint():
     before = "PDSERVE_SGLANG_ROUTER=0.3.2\nPDSERVE_VENV=/opt/sglang/router-venv\n"
     after = "PDSERVE_SMG=1.13.0\nPDSERVE_VENV=/opt/sglang/router-venv\n"

@@ -695,3 +695,71 @@ def test_a_start_that_runs_out_of_time_names_its_phase():
     assert outcome == 'timeout'
     msg = rd.failure_message(states, outcome, 0.3)
     assert msg.endswith('; start-up phase: allocating the KV cache'), msg
+
+
+# --- instances over several nodes: a node rank > 0 serves only SGLang's dummy /health ----------------------------------
+
+DUMMY = {('GET', '/health'): (200, b''), ('GET', '/health_generate'): (200, b''), ('GET', '/ping'): (200, b'')}
+
+
+@pytest.mark.parametrize('generate', [True, False])
+def test_a_dummy_health_server_is_not_a_ready_instance(generate):
+    """Before: /health 200, /server_info 404 (no mode known), /health_generate 200 -> "ready". A rank > 0's dummy
+    server answers exactly that, so it must not pass for rank 0 (nnodes > 1) or for a server of unknown rank."""
+    for kwargs in ({'rank': 0, 'nnodes': 2}, {}):
+        if not generate and not kwargs:
+            continue  # a single-host server without generation is ready on /health alone (unchanged)
+        ok, state = probe('server', FakeClient(dict(DUMMY)), generate=generate, **kwargs)
+        assert not ok, kwargs
+        assert "dummy health server of a node rank > 0" in state.last_status
+        assert not state.fatal
+
+
+def test_rank_zero_of_several_nodes_is_ready_on_its_real_api():
+    routes = server_routes('prefill')
+    routes[('GET', '/model_info')] = (200, {'model_path': 'm'})
+    ok, state = probe('server', FakeClient(routes), generate=False, rank=0, nnodes=2)
+    assert ok and state.details['rank'] == '0 of 2'
+    ok, state = probe('server', FakeClient(server_routes('prefill')), generate=True, rank=0, nnodes=2)
+    assert ok and state.details['generation'].startswith('GET /health_generate')
+
+
+def test_rank_above_zero_is_ready_on_its_dummy_health_but_says_it_is_not_the_instance():
+    client = FakeClient(dict(DUMMY))
+    ok, state = probe('server', client, generate=True, rank=1, nnodes=2)
+    assert ok
+    assert 'dummy health of node rank 1' in state.last_status
+    assert 'the instance is ready when its rank 0 is' in state.details['generation']
+    assert '/health_generate' not in client.paths() and '/generate' not in client.paths()
+
+
+def test_rank_above_zero_not_up_yet_waits():
+    ok, state = probe('server', FakeClient({('GET', '/health'): 'refused'}), generate=True, rank=1, nnodes=2)
+    assert not ok and not state.fatal
+
+
+def test_rank_above_zero_that_answers_the_api_is_a_topology_error():
+    routes = server_routes('decode')
+    routes[('GET', '/model_info')] = (200, {'model_path': 'm'})
+    ok, state = probe('server', FakeClient(routes), generate=True, rank=1, nnodes=2, name='sglang-d.service (node rank 1 of 2)')
+    assert not ok
+    assert 'sglang-d.service (node rank 1 of 2) is node rank 1 of 2' in state.fatal
+
+
+def test_rank_above_zero_whose_unit_failed_is_named():
+    """The unit of a rank > 0 that is not active fails the wait, naming the rank (the endpoint's name)."""
+    systemd = rd.SystemdInspector(FakeSystemd('LoadState=loaded\nActiveState=failed\nSubState=failed\nResult=exit-code\n'))
+    ep = rd.Endpoint('http://h:1', unit='sglang-p.service', name='sglang-p.service (node rank 1 of 2)', rank=1, nnodes=2)
+    waiter = rd.Waiter([ep], FakeClient({('GET', '/health'): 'refused'}), timeout=5, interval=0.01,
+                       inspector=systemd)
+    states, outcome = waiter.run()
+    assert outcome == 'fatal'
+    message = rd.failure_message(states, outcome, 5)
+    assert 'sglang-p.service (node rank 1 of 2)' in message and 'unit failed' in message
+
+
+def test_endpoint_from_option_reads_rank_and_nnodes():
+    ep = rd.Endpoint.from_option({'url': 'http://h:1', 'rank': 2, 'nnodes': 3})
+    assert (ep.rank, ep.nnodes) == (2, 3)
+    ep = rd.Endpoint.from_option({'url': 'http://h:1'})
+    assert (ep.rank, ep.nnodes) == (0, 1)
