@@ -207,9 +207,9 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
                 continue
             endpoint = {"url": inst["local_url"], "kind": "server", "unit": inst["unit"], "name": inst["unit"]}
             if (inst.get("nnodes") or 1) > 1:
-                endpoint.update(rank=inst.get("node_rank") or 0, nnodes=inst["nnodes"],
-                                name="%s (node rank %d of %d)" % (inst["unit"], inst.get("node_rank") or 0,
-                                                                   inst["nnodes"]))
+                rank = inst.get("node_rank") or 0
+                endpoint.update(rank=rank, nnodes=inst["nnodes"],
+                                name="%s (node rank %d of %d)" % (inst["unit"], rank, inst["nnodes"]))
             out.append(endpoint)
     return out
 

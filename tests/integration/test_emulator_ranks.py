@@ -14,7 +14,6 @@ import pytest
 from stack import Emulator, free_port, http_get
 
 
-
 def rank(mode, node_rank, nnodes, dist_port, port=None, bootstrap_port=None, timeout=30, tp=None):
     args = ["--nnodes", str(nnodes), "--node-rank", str(node_rank),
             "--dist-init-addr", "127.0.0.1:%d" % dist_port, "--dist-timeout", str(timeout),
