@@ -299,10 +299,32 @@ def pd_timeout_problem(value: Any) -> Optional[str]:
     return None
 
 
+# The decode's heartbeat to each prefill's bootstrap server (SGLang 0.5.23): every HEARTBEAT_INTERVAL seconds (read as
+# a float and silently raised to 2), failing the requests of a prefill after HEARTBEAT_MAX_FAILURE misses in a row
+# (read as an integer and silently raised to 1). By the key the role passes them under, the variable written into the
+# env file, the mode whose SGLang reads it, whether a fraction of a second is allowed and the least value.
+PD_HEARTBEAT = (("disaggregation_heartbeat_interval", "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL", "decode", True, 2),
+                ("disaggregation_heartbeat_max_failure", "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE", "decode", False, 1))
+
+
+def pd_heartbeat_problem(value: Any, fraction: bool, least: int) -> Optional[str]:
+    """Why ``value`` cannot be one of the decode's heartbeat settings, or None: a number (a whole number unless
+    ``fraction``) of at least ``least``, since SGLang would silently raise a smaller one."""
+    text = str(value).strip() if is_scalar(value) and value is not None and not isinstance(value, bool) else None
+    if text is None or not re.fullmatch(r"[0-9]+(\.[0-9]+)?" if fraction else r"[0-9]+", text):
+        return "must be a %s, got %r" % ("number of seconds such as 5 or 2.5" if fraction else "whole number", value)
+    if float(text) < least:
+        return "must be at least %d (SGLang would silently use %d), got %r" % (least, least, value)
+    return None
+
+
 def pd_timeout_env(settings: Dict[str, Any], mode: str) -> Dict[str, str]:
-    """The PD timeout variables of a server in ``mode`` from the role's settings (those it sets)."""
-    return {name: str(int(str(settings[key]).strip())) for key, name, reader in PD_TIMEOUTS
-            if reader == mode and settings.get(key) is not None}
+    """The PD timeout and heartbeat variables of a server in ``mode`` from the role's settings (those it sets)."""
+    found = {name: str(int(str(settings[key]).strip())) for key, name, reader in PD_TIMEOUTS
+             if reader == mode and settings.get(key) is not None}
+    found.update((name, str(float(str(settings[key]).strip())) if fraction else str(int(str(settings[key]).strip())))
+                 for key, name, reader, fraction, _least in PD_HEARTBEAT if reader == mode and settings.get(key) is not None)
+    return found
 
 
 def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dict[str, str]] = None) -> List[Tuple[str, str, str]]:
@@ -334,6 +356,12 @@ def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dic
         if settings.get(key) is not None and pd_timeout_problem(settings[key]):
             found.append((var(key), pd_timeout_problem(settings[key]),
                           "seconds before a request whose KV handshake or transfer stalls fails, e.g. 30"))
+    for key, _name, _mode, fraction, least in PD_HEARTBEAT:
+        why = settings.get(key) is not None and pd_heartbeat_problem(settings[key], fraction, least)
+        if why:
+            found.append((var(key), why, "seconds between the decode's heartbeats to each prefill, at least 2, e.g. 5.0"
+                          if fraction else "heartbeats a prefill may miss in a row before the decode fails its "
+                          "requests, at least 1, e.g. 2"))
     for key, setting in _UNIT_SETTINGS:
         if key not in settings:
             continue

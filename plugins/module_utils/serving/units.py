@@ -127,9 +127,10 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     config_dir, unit_dir, restart_sec, timeout_stop_sec, start_limit_interval_sec, start_limit_burst,
     limit_nofile, hardening (dict), env (dict: transfer + model environment), disaggregation_bootstrap_timeout and
     disaggregation_waiting_timeout (SGLang's PD timeouts, seconds: each written into the env file of the side that reads
-    it, unless env sets it), fingerprint (dict: sglang, venv,
-    model; written first into the env file), cache_root (the instance's compile caches go below it, keyed by the
-    fingerprint's sglang and venv; empty: SGLang's defaults under the home).
+    it, unless env sets it), disaggregation_heartbeat_interval (seconds) and disaggregation_heartbeat_max_failure (the
+    decode's heartbeat to each prefill: written into the decode's env file, unless env sets it), fingerprint (dict:
+    sglang, venv, model; written first into the env file), cache_root (the instance's compile caches go below it, keyed
+    by the fingerprint's sglang and venv; empty: SGLang's defaults under the home).
     Returns {name, unit, mode, unit_path, env_file, unit_text, env_text, argv_lines, files, directories, precompile
     (precompile.precompile_entry: the sglang.compile_deep_gemm run of this instance, or None)}.
     """
@@ -192,7 +193,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     variables = fingerprint_variables(settings.get("fingerprint"))
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
-    # SGLang's PD timeout of this side first: the shared and the instance's env may still set it.
+    # SGLang's PD timeout (and on a decode its heartbeat) first: the shared and the instance's env may still set it.
     merged = V.pd_timeout_env(settings, instance["mode"])
     merged.update(settings.get("env") or {})
     if instance.get("nodes") and instance.get("advertise_ip"):

@@ -2,8 +2,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The three layers of a server's environment, through the role as a play renders them (the snapshot's
 render_units.yml on an inventory written here): the instance's own env over the model env over the transfer
-env over SGLang's PD timeout of the instance's side (sglang_server_disaggregation_*_timeout), each instance's own
-env in its own env file and in no other."""
+env over SGLang's PD timeout of the instance's side (sglang_server_disaggregation_*_timeout) and, on a decode, its
+heartbeat (sglang_server_disaggregation_heartbeat_*), each instance's own env in its own env file and in no other."""
 
 import os
 import pathlib
@@ -32,7 +32,8 @@ INVENTORY = {
         {"name": "prefill-1", "port": 30010, "bootstrap_port": 8999, "dist_init_port": 30345,
          "env": {"LAYER": "prefill-1", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "90"}},
     ],
-    "sglang_decode_instances": [{"name": "decode", "port": 30002, "dist_init_port": 30435}],
+    "sglang_decode_instances": [{"name": "decode", "port": 30002, "dist_init_port": 30435,
+                                 "env": {"SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE": "4"}}],
 }
 EXPECTED = {
     "prefill-0": {"LAYER": "prefill-0", "MODEL_ONLY": "p0", "ONLY_PREFILL_0": "p0", "TRANSFER_AND_MODEL": "model",
@@ -40,7 +41,8 @@ EXPECTED = {
     "prefill-1": {"LAYER": "prefill-1", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t",
                   "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "90"},
     "decode": {"LAYER": "model", "MODEL_ONLY": "m", "TRANSFER_AND_MODEL": "model", "TRANSFER_ONLY": "t",
-               "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "30"},
+               "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "30", "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL": "5.0",
+               "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE": "4"},
 }
 
 

@@ -983,3 +983,50 @@ def test_a_pd_timeout_sglang_would_not_read_is_refused(value):
 @pytest.mark.parametrize("value", [1, 30, "45", " 300 "])
 def test_whole_seconds_are_accepted(value):
     assert V.settings_problems(server_settings(disaggregation_bootstrap_timeout=value), "sglang_server_") == []
+
+
+def test_the_decode_alone_gets_its_heartbeat_and_env_still_wins():
+    """The decode runs the heartbeat to each prefill: SGLANG_DISAGGREGATION_HEARTBEAT_* go into its env file only."""
+    d = role_defaults("sglang_server")
+    settings = server_settings(env={}, disaggregation_heartbeat_interval=d["sglang_server_disaggregation_heartbeat_interval"],
+                               disaggregation_heartbeat_max_failure=d["sglang_server_disaggregation_heartbeat_max_failure"])
+    prefill = dict(env_pairs(U.server_unit(instance(PREFILL, "prefill"), MODEL, settings)["env_text"]))
+    decode = dict(env_pairs(U.server_unit(instance(DECODE, "decode"), MODEL, settings)["env_text"]))
+    assert not [name for name in prefill if name.startswith("SGLANG_DISAGGREGATION_HEARTBEAT")], prefill
+    # SGLang's own defaults (5.0 s, 2 misses: about 10 s before a lost prefill's requests fail).
+    assert decode["SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL"] == "5.0"
+    assert decode["SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE"] == "2"
+    faster = server_settings(env={}, disaggregation_heartbeat_interval="2.5", disaggregation_heartbeat_max_failure=" 3 ")
+    decode = dict(env_pairs(U.server_unit(instance(DECODE, "decode"), MODEL, faster)["env_text"]))
+    assert (decode["SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL"], decode["SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE"]) == ("2.5", "3")
+    shared = server_settings(env={"SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL": "8"}, disaggregation_heartbeat_interval=3)
+    own = instance(DECODE, "decode", env={"SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE": "5"})
+    decode = dict(env_pairs(U.server_unit(own, MODEL, dict(shared, disaggregation_heartbeat_max_failure=2))["env_text"]))
+    assert (decode["SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL"], decode["SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE"]) == ("8", "5")
+
+
+@pytest.mark.parametrize("key, value", [
+    ("disaggregation_heartbeat_interval", 1.5), ("disaggregation_heartbeat_interval", 0),
+    ("disaggregation_heartbeat_interval", "5s"), ("disaggregation_heartbeat_interval", "fast"),
+    ("disaggregation_heartbeat_interval", -3), ("disaggregation_heartbeat_interval", True),
+    ("disaggregation_heartbeat_interval", [5]), ("disaggregation_heartbeat_interval", ""),
+    ("disaggregation_heartbeat_interval", "nan"), ("disaggregation_heartbeat_interval", "inf"),
+    ("disaggregation_heartbeat_max_failure", 0), ("disaggregation_heartbeat_max_failure", 2.5),
+    ("disaggregation_heartbeat_max_failure", "two"), ("disaggregation_heartbeat_max_failure", -1),
+    ("disaggregation_heartbeat_max_failure", False), ("disaggregation_heartbeat_max_failure", {"n": 2}),
+])
+def test_a_heartbeat_setting_sglang_would_change_or_not_read_is_refused(key, value):
+    found = V.settings_problems(server_settings(**{key: value}), "sglang_server_")
+    assert [f[0] for f in found] == ["sglang_server_" + key], found
+    with pytest.raises(U.UnitValueError, match="sglang_server_" + key):
+        U.server_unit(instance(DECODE, "decode"), MODEL, server_settings(**{key: value}))
+
+
+@pytest.mark.parametrize("key, value", [
+    ("disaggregation_heartbeat_interval", 2), ("disaggregation_heartbeat_interval", 2.0),
+    ("disaggregation_heartbeat_interval", 5.0), ("disaggregation_heartbeat_interval", " 7.25 "),
+    ("disaggregation_heartbeat_interval", None), ("disaggregation_heartbeat_max_failure", 1),
+    ("disaggregation_heartbeat_max_failure", "10"), ("disaggregation_heartbeat_max_failure", None),
+])
+def test_heartbeat_settings_sglang_reads_as_they_are_accepted(key, value):
+    assert V.settings_problems(server_settings(**{key: value}), "sglang_server_") == []
