@@ -15,7 +15,7 @@ systemd accepts for each option.
 
 import difflib
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import CACHE_VARIABLES, root_problem
 
@@ -282,48 +282,61 @@ _UNIT_SETTINGS = (("user", "User"), ("group", "Group"), ("home", "WorkingDirecto
                   ("start_limit_interval_sec", "StartLimitIntervalSec"), ("start_limit_burst", "StartLimitBurst"),
                   ("limit_nofile", "LimitNOFILE"))
 _URL = re.compile(r"https?://[^\s\"'\\]+")
-# SGLang's PD timeouts (seconds, read with its EnvInt: a value that is not a whole number silently becomes 300) by the
-# key the role passes them under, the variable written into the env file, and the mode whose SGLang reads it: the
-# prefill fails a request its decode never bootstrapped, the decode one whose KV never came.
-PD_TIMEOUTS = (("disaggregation_bootstrap_timeout", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "prefill"),
-               ("disaggregation_waiting_timeout", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "decode"))
+class PdSetting(NamedTuple):
+    """One of SGLang's PD environment settings the role passes as a variable of its own."""
+    key: str        # the key the role passes it under (the variable is the role's prefix + key)
+    env: str        # the variable written into the env file
+    mode: str       # the mode whose SGLang reads it: only that mode's env files get it
+    fraction: bool  # read as a float (else as an integer)
+    least: int      # the least value that means what it says
+    unread: str     # what SGLang does with a value it cannot read, or one below ``least``
+    fix: str        # what the variable means, for the preflight's fix line
 
 
-def pd_timeout_problem(value: Any) -> Optional[str]:
-    """Why ``value`` cannot be one of SGLang's PD timeouts, or None: a whole number of seconds, at least 1."""
-    if isinstance(value, bool) or not is_scalar(value) or value is None or not re.fullmatch(r"[0-9]+", str(value).strip()):
-        return "must be a whole number of seconds (SGLang reads it as an integer and falls back to 300 s on anything " \
-               "else), got %r" % (value,)
-    if int(str(value).strip()) < 1:
-        return "must be at least 1 second (0 fails every request at once), got %r" % (value,)
+# SGLang 0.5.23's PD settings. The timeouts (EnvInt: anything but a whole number silently becomes 300): the prefill fails
+# a request its decode never bootstrapped, the decode one whose KV never came. The decode's heartbeat to each prefill's
+# bootstrap server: every HEARTBEAT_INTERVAL seconds (a float, silently raised to 2), failing the requests of a prefill
+# after HEARTBEAT_MAX_FAILURE misses in a row (an integer, silently raised to 1).
+_TIMEOUT_UNREAD = "SGLang falls back to 300 s on anything but a whole number, and 0 fails every request at once"
+_TIMEOUT_FIX = "seconds before a request whose KV handshake or transfer stalls fails, e.g. 30"
+PD_SETTINGS = (
+    PdSetting("disaggregation_bootstrap_timeout", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "prefill", False, 1,
+              _TIMEOUT_UNREAD, _TIMEOUT_FIX),
+    PdSetting("disaggregation_waiting_timeout", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "decode", False, 1,
+              _TIMEOUT_UNREAD, _TIMEOUT_FIX),
+    PdSetting("disaggregation_heartbeat_interval", "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL", "decode", True, 2,
+              "SGLang would silently use 2", "seconds between the decode's heartbeats to each prefill, at least 2, e.g. 5.0"),
+    PdSetting("disaggregation_heartbeat_max_failure", "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE", "decode", False, 1,
+              "SGLang would silently use 1",
+              "heartbeats a prefill may miss in a row before the decode fails its requests, at least 1, e.g. 2"),
+)
+
+
+def _pd_text(value: Any, setting: PdSetting) -> Optional[str]:
+    """``value`` as the text SGLang would read as ``setting``, or None where it could not."""
+    if value is None or isinstance(value, bool) or not is_scalar(value):
+        return None
+    text = str(value).strip()
+    return text if re.fullmatch(r"[0-9]+(\.[0-9]+)?" if setting.fraction else r"[0-9]+", text) else None
+
+
+def pd_setting_problem(value: Any, setting: PdSetting) -> Optional[str]:
+    """Why ``value`` cannot be ``setting``, or None: a number (a whole number unless it takes a fraction) of at least
+    its least value, since SGLang would silently read anything else as something the operator did not ask for."""
+    text = _pd_text(value, setting)
+    if text is None or float(text) < setting.least:
+        return "must be a %s, at least %d (%s), got %r" % (
+            "number such as 5 or 2.5" if setting.fraction else "whole number", setting.least, setting.unread, value)
     return None
 
 
-# The decode's heartbeat to each prefill's bootstrap server (SGLang 0.5.23): every HEARTBEAT_INTERVAL seconds (read as
-# a float and silently raised to 2), failing the requests of a prefill after HEARTBEAT_MAX_FAILURE misses in a row
-# (read as an integer and silently raised to 1). By the key the role passes them under, the variable written into the
-# env file, the mode whose SGLang reads it, whether a fraction of a second is allowed and the least value.
-PD_HEARTBEAT = (("disaggregation_heartbeat_interval", "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL", "decode", True, 2),
-                ("disaggregation_heartbeat_max_failure", "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE", "decode", False, 1))
-
-
-def pd_heartbeat_problem(value: Any, fraction: bool, least: int) -> Optional[str]:
-    """Why ``value`` cannot be one of the decode's heartbeat settings, or None: a number (a whole number unless
-    ``fraction``) of at least ``least``, since SGLang would silently raise a smaller one."""
-    text = str(value).strip() if is_scalar(value) and value is not None and not isinstance(value, bool) else None
-    if text is None or not re.fullmatch(r"[0-9]+(\.[0-9]+)?" if fraction else r"[0-9]+", text):
-        return "must be a %s, got %r" % ("number of seconds such as 5 or 2.5" if fraction else "whole number", value)
-    if float(text) < least:
-        return "must be at least %d (SGLang would silently use %d), got %r" % (least, least, value)
-    return None
-
-
-def pd_timeout_env(settings: Dict[str, Any], mode: str) -> Dict[str, str]:
-    """The PD timeout and heartbeat variables of a server in ``mode`` from the role's settings (those it sets)."""
-    found = {name: str(int(str(settings[key]).strip())) for key, name, reader in PD_TIMEOUTS
-             if reader == mode and settings.get(key) is not None}
-    found.update((name, str(float(str(settings[key]).strip())) if fraction else str(int(str(settings[key]).strip())))
-                 for key, name, reader, fraction, _least in PD_HEARTBEAT if reader == mode and settings.get(key) is not None)
+def pd_env(settings: Dict[str, Any], mode: str) -> Dict[str, str]:
+    """The PD variables of a server in ``mode`` from the role's settings (those it sets, already judged)."""
+    found = {}
+    for setting in PD_SETTINGS:
+        if setting.mode == mode and settings.get(setting.key) is not None:
+            text = _pd_text(settings[setting.key], setting)
+            found[setting.env] = str(float(text)) if setting.fraction else str(int(text))
     return found
 
 
@@ -352,16 +365,10 @@ def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dic
         why = executable_problem(settings["numactl_path"])
         if why:
             found.append((var("numactl_path"), why, "the absolute path of numactl, e.g. /usr/bin/numactl"))
-    for key, _name, _mode in PD_TIMEOUTS:
-        if settings.get(key) is not None and pd_timeout_problem(settings[key]):
-            found.append((var(key), pd_timeout_problem(settings[key]),
-                          "seconds before a request whose KV handshake or transfer stalls fails, e.g. 30"))
-    for key, _name, _mode, fraction, least in PD_HEARTBEAT:
-        why = settings.get(key) is not None and pd_heartbeat_problem(settings[key], fraction, least)
+    for setting in PD_SETTINGS:
+        why = settings.get(setting.key) is not None and pd_setting_problem(settings[setting.key], setting)
         if why:
-            found.append((var(key), why, "seconds between the decode's heartbeats to each prefill, at least 2, e.g. 5.0"
-                          if fraction else "heartbeats a prefill may miss in a row before the decode fails its "
-                          "requests, at least 1, e.g. 2"))
+            found.append((var(setting.key), why, setting.fix))
     for key, setting in _UNIT_SETTINGS:
         if key not in settings:
             continue

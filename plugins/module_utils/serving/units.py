@@ -194,7 +194,7 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
     if instance.get("gpus"):
         variables.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in instance["gpus"])))
     # SGLang's PD timeout (and on a decode its heartbeat) first: the shared and the instance's env may still set it.
-    merged = V.pd_timeout_env(settings, instance["mode"])
+    merged = V.pd_env(settings, instance["mode"])
     merged.update(settings.get("env") or {})
     if instance.get("nodes") and instance.get("advertise_ip"):
         # Where the other nodes and the KV transfer reach this rank (bootstrap registration, Mooncake/NIXL), not the

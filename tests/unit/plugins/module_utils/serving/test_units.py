@@ -1030,3 +1030,15 @@ def test_a_heartbeat_setting_sglang_would_change_or_not_read_is_refused(key, val
 ])
 def test_heartbeat_settings_sglang_reads_as_they_are_accepted(key, value):
     assert V.settings_problems(server_settings(**{key: value}), "sglang_server_") == []
+
+
+@pytest.mark.parametrize("setting", V.PD_SETTINGS, ids=lambda s: s.key)
+def test_a_refused_pd_setting_says_its_least_value_and_what_sglang_would_do(setting):
+    """One table drives the env file, the check and the fix: each row's refusal names its bound and SGLang's reading."""
+    below = setting.least - 1
+    found = V.settings_problems(server_settings(**{setting.key: below}), "sglang_server_")
+    assert [(f[0], f[2]) for f in found] == [("sglang_server_" + setting.key, setting.fix)], found
+    assert "at least %d" % setting.least in found[0][1] and setting.unread in found[0][1]
+    unit = U.server_unit(instance(DECODE if setting.mode == "decode" else PREFILL, setting.mode), MODEL,
+                         server_settings(env={}, **{setting.key: setting.least}))
+    assert dict(env_pairs(unit["env_text"]))[setting.env] == ("%.1f" % setting.least if setting.fraction else str(setting.least))
