@@ -150,6 +150,21 @@ if [[ -f scripts/wheelhouse.sh ]]; then
   bash scripts/lock.sh --wheelhouse
 fi
 
+# --- NIXL and CPU torch unpacked for the KV fabric check on the GPU-less stands (mounted read-only at
+# /opt/pdserve/kv-fabric-site; the emulated servers' venvs have neither) and the probe's integration test -----------
+fabric_site=$PDSERVE_CACHE/kv-fabric-site
+fabric_pins="nixl==1.3.0 torch==2.13.0+cpu numpy==2.3.5"
+if [[ "$(cat "$fabric_site/.pdserve-pins" 2>/dev/null)" != "$fabric_pins" ]]; then
+  rm -rf "$fabric_site" "$fabric_site.partial"
+  # shellcheck disable=SC2086  # the pins are words
+  python3 -m pip install -q --no-index --find-links "$PDSERVE_CACHE/wheelhouse" --no-compile \
+    --target "$fabric_site.partial" $fabric_pins
+  echo "$fabric_pins" >"$fabric_site.partial/.pdserve-pins"
+  chmod -R a+rX "$fabric_site.partial"
+  mv "$fabric_site.partial" "$fabric_site"
+  say "kv-fabric-site: $fabric_pins unpacked into $fabric_site"
+fi
+
 # --- Debian's monitoring packages as a local repository (molecule monitoring, promtool tests) ----
 bash scripts/apt-monitoring.sh
 

@@ -13,15 +13,14 @@ non-zero only when a case could not run at all: a slow or emulated path is a fin
 One GPU proves that NIXL and UCX register and move GPU memory there, and through what; not the fabric between hosts.
 """
 
-import importlib.util
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODULE = ROOT / "plugins" / "module_utils" / "validation" / "kv_fabric.py"
 # (case, memory, extra environment): UCX_TLS names the transports UCX may use ("^" would exclude instead).
 CASES = (
     ("dram", "DRAM", {}),
@@ -33,10 +32,13 @@ GPU_TRANSPORTS = ["cuda_copy", "cuda_ipc", "gdr_copy"]
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("kv_fabric", MODULE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """This checkout as the collection pdserve.sglang (the device machine has no Ansible), then the probe's module."""
+    tree = pathlib.Path(tempfile.mkdtemp()) / "ansible_collections" / "pdserve"
+    tree.mkdir(parents=True)
+    (tree / "sglang").symlink_to(ROOT)
+    sys.path.insert(0, str(tree.parents[1]))
+    from ansible_collections.pdserve.sglang.plugins.module_utils.validation import kv_fabric  # noqa: E402
+    return kv_fabric
 
 
 def child(out: pathlib.Path, case: str, memory: str, size_mib: int) -> None:

@@ -81,3 +81,26 @@ def test_the_device_runs_figures_are_what_the_parser_reads_from_their_own_ucx_li
     assert all(direction["intact"] for direction in result["directions"]) and len(result["directions"]) == 2
     floor = 100.0 if memory == "VRAM" else 1.0
     assert min(direction["gbps"] for direction in result["directions"]) > floor
+
+
+GOOD = {"memory": "VRAM", "device": 0, "size_mib": 64, "rounds": 4, "timeout": 120, "expect_transports": ["rc_mlx5"],
+        "min_gbps": 10.0, "python": "/opt/sglang/venv/bin/python", "environment": {"UCX_NET_DEVICES": "mlx5_0:1"}}
+
+
+def test_good_settings_have_no_problem():
+    assert F.settings_problems("h", GOOD) == []
+    assert F.settings_problems("h", dict(GOOD, memory="DRAM", expect_transports=[], min_gbps=0, environment={})) == []
+
+
+@pytest.mark.parametrize("key, value", [
+    ("memory", "HBM"), ("memory", None), ("size_mib", 0), ("size_mib", 70000), ("size_mib", "64"), ("size_mib", True),
+    ("rounds", 0), ("device", -1), ("timeout", 0), ("timeout", 4000), ("timeout", "fast"), ("min_gbps", -1),
+    ("min_gbps", float("nan")), ("expect_transports", "tcp"), ("expect_transports", ["TCP"]),
+    ("expect_transports", ["rc mlx5"]), ("python", "python3"), ("python", "/opt/x/bin/python; rm -rf /"),
+    ("python", "/opt/x\n/python"), ("environment", {"ucx tls": "tcp"}), ("environment", {"UCX_TLS": "tcp\nX=1"}),
+    ("environment", ["UCX_TLS=tcp"]), ("environment", {"UCX_TLS": ["tcp"]}),
+])
+def test_each_wrong_setting_is_named_with_a_fix(key, value):
+    [problem] = F.settings_problems("gpu-decode-1", dict(GOOD, **{key: value}))
+    assert problem["host"] == "gpu-decode-1" and problem["variable"] == "sglang_kv_fabric_" + key
+    assert problem["message"] and problem["fix"]
