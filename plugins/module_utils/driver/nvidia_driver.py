@@ -14,6 +14,7 @@ and is listed in ``not_checkable`` with the reason; reading never fails for that
 
 import os
 import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 NVIDIA_VENDOR_ID = "0x10de"
 # PCI classes (first four hex digits of the class file): VGA and 3D controllers are GPUs (an H200
@@ -78,7 +79,7 @@ def _strip(value):
     return value or None
 
 
-def version_key(version):
+def version_key(version: Optional[str]) -> Optional[Tuple[int, ...]]:
     """``"580.159.04"`` -> ``(580, 159, 4)``; None or unreadable -> None."""
     version = _strip(version)
     if version is None or not _VERSION_RE.match(version):
@@ -86,7 +87,7 @@ def version_key(version):
     return tuple(int(part) for part in version.split("."))
 
 
-def compare_versions(left, right):
+def compare_versions(left: str, right: str) -> int:
     """-1, 0 or 1 like cmp() for dotted numeric versions (``580.95.05`` < ``580.159.04``)."""
     a, b = version_key(left), version_key(right)
     if a is None or b is None:
@@ -97,13 +98,13 @@ def compare_versions(left, right):
     return (a > b) - (a < b)
 
 
-def upstream_version(debian_version):
+def upstream_version(debian_version: Optional[str]) -> Optional[str]:
     """The driver version inside a package version: ``580.95.05-0ubuntu1`` -> ``580.95.05``."""
     match = _UPSTREAM_RE.match(debian_version or "")
     return match.group("upstream") if match else None
 
 
-def parse_proc_driver_version(text):
+def parse_proc_driver_version(text: Optional[str]) -> Optional[Dict[str, str]]:
     """``/proc/driver/nvidia/version`` -> ``{flavor, version, line}``; None when it names no module.
 
     Open: ``NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...``.
@@ -117,13 +118,13 @@ def parse_proc_driver_version(text):
     return None
 
 
-def parse_module_version(text):
+def parse_module_version(text: Optional[str]) -> Optional[str]:
     """``/sys/module/nvidia/version`` -> ``"580.159.04"``; None when empty or unreadable."""
     text = _strip(text)
     return text if text and _VERSION_RE.match(text) else None
 
 
-def parse_dpkg_query(text):
+def parse_dpkg_query(text: Optional[str]) -> Dict[str, Dict[str, Any]]:
     """``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'`` -> {name: info}.
 
     ``info``: ``version``, ``status`` (the abbreviation), ``installed`` (unpacked and configured)
@@ -145,7 +146,7 @@ def parse_dpkg_query(text):
     return packages
 
 
-def installed_driver(packages):
+def installed_driver(packages: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     """The installed driver from dpkg's packages: ``{version, package, flavor, versions}``.
 
     ``version`` comes from the kernel module's package when there is one, else from the user-space
@@ -170,13 +171,13 @@ def installed_driver(packages):
     return {"version": best[3], "package": best[2], "flavor": flavors[0] if flavors else None, "versions": versions}
 
 
-def parse_mokutil_sb_state(text):
+def parse_mokutil_sb_state(text: Optional[str]) -> Optional[str]:
     """``mokutil --sb-state`` -> ``enabled``/``disabled``; None when it could not tell (no EFI)."""
     match = _MOKUTIL_RE.search(text or "")
     return match.group(1).lower() if match else None
 
 
-def parse_secure_boot_efivar(data):
+def parse_secure_boot_efivar(data: Optional[bytes]) -> Optional[str]:
     """The SecureBoot EFI variable (4 attribute bytes, then 1 value byte) -> ``enabled``/``disabled``/None."""
     if data is None or len(data) < 5:
         return None
@@ -184,12 +185,12 @@ def parse_secure_boot_efivar(data):
     return "enabled" if value == 1 else "disabled"
 
 
-def find_open_module_errors(text):
+def find_open_module_errors(text: Optional[str]) -> List[str]:
     """Kernel-log lines saying a GPU needs the open kernel modules (proprietary module on Blackwell)."""
     return [line.strip() for line in (text or "").splitlines() if OPEN_MODULE_ERROR in line]
 
 
-def open_only_family(device_id):
+def open_only_family(device_id: Any) -> Optional[str]:
     """``"0x2bb5"`` -> ``"Blackwell"`` when only the open kernel modules drive that GPU, else None."""
     try:
         number = int(device_id, 16)
@@ -201,7 +202,7 @@ def open_only_family(device_id):
     return None
 
 
-def classify_pci_device(vendor, pci_class):
+def classify_pci_device(vendor: Optional[str], pci_class: Optional[str]) -> Optional[str]:
     """``gpu``, ``nvswitch`` or None for one PCI function (vendor and class as sysfs prints them)."""
     if (vendor or "").lower() != NVIDIA_VENDOR_ID or not pci_class:
         return None
@@ -213,7 +214,7 @@ def classify_pci_device(vendor, pci_class):
     return None
 
 
-def classify_nvidia_smi_failure(text):
+def classify_nvidia_smi_failure(text: Optional[str]) -> Tuple[str, str]:
     """What a failing nvidia-smi says, as ``(kind, fix)``: mismatch, no_driver, no_devices or other."""
     text = text or ""
     lowered = text.lower()
@@ -252,30 +253,30 @@ class DriverStateReader(object):
     def _path(self, relative):
         return os.path.join(self.root, relative.lstrip("/"))
 
-    def read(self, relative):
+    def read(self, relative: str) -> Optional[str]:
         try:
             with open(self._path(relative), "r") as handle:
                 return handle.read()
         except (IOError, OSError, UnicodeDecodeError):
             return None
 
-    def read_bytes(self, relative):
+    def read_bytes(self, relative: str) -> Optional[bytes]:
         try:
             with open(self._path(relative), "rb") as handle:
                 return handle.read()
         except (IOError, OSError):
             return None
 
-    def exists(self, relative):
+    def exists(self, relative: str) -> bool:
         return os.path.lexists(self._path(relative))
 
-    def listdir(self, relative):
+    def listdir(self, relative: str) -> Optional[List[str]]:
         try:
             return sorted(os.listdir(self._path(relative)))
         except (IOError, OSError):
             return None
 
-    def link_name(self, relative):
+    def link_name(self, relative: str) -> Optional[str]:
         """Basename of a symlink's target (a PCI device's ``driver``), None when absent."""
         path = self._path(relative)
         try:
@@ -287,7 +288,7 @@ class DriverStateReader(object):
         self.not_checkable.append({"fact": fact, "reason": reason})
 
     # --- facts --------------------------------------------------------------------------------
-    def pci(self):
+    def pci(self) -> Dict[str, Any]:
         """NVIDIA GPUs and NVSwitches on the PCI bus; ``checkable`` False when sysfs lists no device."""
         entries = self.listdir("sys/bus/pci/devices")
         if not entries:
@@ -316,7 +317,7 @@ class DriverStateReader(object):
                 switches.append(item)
         return {"checkable": True, "gpus": gpus, "nvswitches": switches}
 
-    def kernel_module(self):
+    def kernel_module(self) -> Dict[str, Any]:
         proc = self.read("proc/driver/nvidia/version")
         parsed = parse_proc_driver_version(proc)
         # /proc/driver/nvidia exists only while the module is loaded (a sandbox may hide /sys/module).
@@ -337,7 +338,7 @@ class DriverStateReader(object):
             "nouveau_loaded": self.exists("sys/module/nouveau"),
         }
 
-    def packages(self):
+    def packages(self) -> Optional[Dict[str, Dict[str, Any]]]:
         dpkg_query = self.which("dpkg-query")
         if not dpkg_query:
             self._unreadable("packages", "dpkg-query is not installed (not a Debian-family host)")
@@ -348,7 +349,7 @@ class DriverStateReader(object):
             return None
         return dict((name, info) for name, info in parse_dpkg_query(out).items() if REPORTED_PACKAGES_RE.match(name))
 
-    def secure_boot(self):
+    def secure_boot(self) -> Dict[str, Optional[str]]:
         mokutil = self.which("mokutil")
         if mokutil:
             rc, out, err = self.run_command([mokutil, "--sb-state"])
@@ -361,10 +362,10 @@ class DriverStateReader(object):
         self._unreadable("secure_boot", "neither mokutil nor the SecureBoot EFI variable is available")
         return {"state": "unknown", "source": None}
 
-    def run_installer(self, files=RUN_INSTALLER_FILES):
+    def run_installer(self, files: Iterable[str] = RUN_INSTALLER_FILES) -> List[str]:
         return [path for path in files if os.path.lexists(path)]
 
-    def kernel_log(self, log_file=None):
+    def kernel_log(self, log_file: Optional[str] = None) -> Dict[str, Any]:
         """Lines of this boot's kernel log that say a GPU needs the open modules: ``{checkable, source, errors}``."""
         if log_file:
             try:
@@ -389,7 +390,7 @@ class DriverStateReader(object):
         self._unreadable("kernel_log", "; ".join(tried))
         return {"checkable": False, "source": None, "errors": []}
 
-    def initramfs(self, image, inputs):
+    def initramfs(self, image: Optional[str], inputs: Optional[Iterable[str]]) -> Optional[Dict[str, Any]]:
         """Whether ``image`` is missing or older than one of ``inputs`` (files it must contain)."""
         if not image:
             return None
@@ -407,11 +408,13 @@ class DriverStateReader(object):
         return {"image": image, "exists": True, "stale": bool(newer), "newer_inputs": newer}
 
     @staticmethod
-    def paths(paths):
+    def paths(paths: Optional[Iterable[str]]) -> Dict[str, str]:
         """``{path: resolved target}`` of the paths that exist (a directory to create, where a link points)."""
         return dict((path, os.path.realpath(path)) for path in paths or [] if os.path.lexists(path))
 
-    def gather(self, kernel_log=False, kernel_log_file=None, initramfs_image=None, initramfs_inputs=None, paths=None):
+    def gather(self, kernel_log: bool = False, kernel_log_file: Optional[str] = None,
+               initramfs_image: Optional[str] = None, initramfs_inputs: Optional[Iterable[str]] = None,
+               paths: Optional[Iterable[str]] = None) -> Dict[str, Any]:
         pci = self.pci()
         module = self.kernel_module()
         packages = self.packages()

@@ -11,6 +11,7 @@ import base64
 import binascii
 import hashlib
 import re
+from typing import List, Optional
 
 _ARMOR_RE = re.compile(
     r"-----BEGIN PGP PUBLIC KEY BLOCK-----\r?\n(?P<body>.*?)-----END PGP PUBLIC KEY BLOCK-----", re.DOTALL
@@ -33,7 +34,7 @@ def _crc24(data):
     return crc & 0xFFFFFF
 
 
-def dearmor(text):
+def dearmor(text: Optional[str]) -> bytes:
     """The binary packets of every armored public key block in ``text``, CRC checked."""
     blocks = _ARMOR_RE.findall(text or "")
     if not blocks:
@@ -93,7 +94,7 @@ def _packets(data):
         pos += length
 
 
-def fingerprints(text, primary_only=False):
+def fingerprints(text: Optional[str], primary_only: bool = False) -> List[str]:
     """Upper-case hex fingerprints of the primary keys and subkeys in an armored key, in order; with
     ``primary_only`` those of the primary keys alone (one per key a file holds, what apt would trust)."""
     result = []

@@ -15,6 +15,7 @@ The state dicts are what ``nvidia_driver.DriverStateReader.gather()`` returns.
 """
 
 import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import version_key
 
@@ -50,7 +51,7 @@ class PolicyError(ValueError):
     """Settings that cannot be turned into a plan (the message says which and why)."""
 
 
-def distro_id(distribution, version):
+def distro_id(distribution: Optional[str], version: Any) -> Optional[str]:
     """``("Ubuntu", "24.04")`` -> ``"ubuntu2404"``, ``("Debian", "12.8")`` -> ``"debian12"``; None if unsupported."""
     version = str(version)
     if distribution == "Debian":
@@ -58,7 +59,7 @@ def distro_id(distribution, version):
     return SUPPORTED_DISTROS.get((distribution, version))
 
 
-def repo_arch(machine):
+def repo_arch(machine: Optional[str]) -> str:
     """The architecture directory of NVIDIA's repository: ``x86_64``, or ``sbsa`` for arm64 servers."""
     if machine in ("aarch64", "arm64"):
         return "sbsa"
@@ -67,24 +68,24 @@ def repo_arch(machine):
     raise PolicyError("NVIDIA's CUDA repository has no packages for architecture %r" % machine)
 
 
-def kernel_flavour(kernel, default):
+def kernel_flavour(kernel: Optional[str], default: str) -> str:
     """``6.8.0-31-generic`` -> ``generic``, ``6.1.0-18-cloud-amd64`` -> ``cloud-amd64``, else ``default``."""
     match = _KERNEL_FLAVOUR_RE.match(kernel or "")
     return match.group("flavour") if match else default
 
 
-def branch_of(version):
+def branch_of(version: Optional[str]) -> Optional[str]:
     """``580.95.05`` -> ``"580"``."""
     key = version_key(version)
     return str(key[0]) if key else None
 
 
-def pin_pattern(branch, version=""):
+def pin_pattern(branch: Union[str, int], version: str = "") -> str:
     """The apt version pattern: ``580.*`` for a branch, ``580.95.05-*`` for an exact version."""
     return "%s-*" % version if version else "%s.*" % branch
 
 
-def version_in_pin(installed, branch, version=""):
+def version_in_pin(installed: Optional[str], branch: Union[str, int], version: str = "") -> bool:
     """Whether an installed driver version is what the settings ask for."""
     if not installed:
         return False
@@ -93,14 +94,14 @@ def version_in_pin(installed, branch, version=""):
     return branch_of(installed) == str(branch)
 
 
-def cuda_major(branch, toolkit=""):
+def cuda_major(branch: Union[str, int], toolkit: Any = "") -> int:
     """The CUDA major version for DCGM's package: the toolkit's when one is installed, else the branch's."""
     if toolkit:
         return int(str(toolkit).split(".", 1)[0])
     return BRANCH_CUDA_MAJOR.get(str(branch), 13)
 
 
-def toolkit_package(toolkit):
+def toolkit_package(toolkit: Any) -> Optional[str]:
     """``"13.0"`` -> ``cuda-toolkit-13-0``; ``""`` -> None."""
     if not toolkit:
         return None
@@ -110,7 +111,7 @@ def toolkit_package(toolkit):
     return "cuda-toolkit-%s-%s" % match.groups()
 
 
-def repo_needed(source, toolkit="", dcgm=False):
+def repo_needed(source: str, toolkit: Any = "", dcgm: bool = False) -> bool:
     """NVIDIA's repository is configured for its driver, or for the CUDA toolkit and DCGM."""
     return source == "nvidia" or bool(toolkit) or bool(dcgm)
 
@@ -155,10 +156,11 @@ def _ubuntu_server_driver(branch, profile, flavor, kernel, flavour):
     return driver, ["nvidia-compute-utils-%s-server" % branch], fabric
 
 
-def driver_packages(source, distro, branch, profile="compute", kernel_module="open", kernel="",
-                    default_flavour="generic", headers_meta="", initramfs_package="initramfs-tools",
-                    fabricmanager=False, persistenced=True, cuda_toolkit="", dcgm=False,
-                    pinning_package=False):
+def driver_packages(source: str, distro: str, branch: Union[str, int], profile: str = "compute",
+                    kernel_module: str = "open", kernel: str = "", default_flavour: str = "generic",
+                    headers_meta: str = "", initramfs_package: str = "initramfs-tools", fabricmanager: bool = False,
+                    persistenced: bool = True, cuda_toolkit: Any = "", dcgm: bool = False,
+                    pinning_package: bool = False) -> Dict[str, List[str]]:
     """Package names to install, grouped; ``hold`` lists those apt must never move on its own.
 
     Returns ``prerequisites`` (headers, dkms, initramfs tools), ``pinning``, ``driver``,
@@ -203,7 +205,8 @@ def driver_packages(source, distro, branch, profile="compute", kernel_module="op
     }
 
 
-def apt_preferences(source, branch, version="", repo_host=""):
+def apt_preferences(source: str, branch: Union[str, int], version: str = "",
+                    repo_host: str = "") -> List[Dict[str, Any]]:
     """The stanzas of the role's apt preferences file: ``[{comment, package, pin, priority}]``.
 
     The branch (or exact version) pin has priority 1001, so apt also moves back to it (a branch
@@ -229,7 +232,8 @@ def apt_preferences(source, branch, version="", repo_host=""):
     return stanzas
 
 
-def apt_state(installed_version, branch, version="", upgrade_within_branch=False):
+def apt_state(installed_version: Optional[str], branch: Union[str, int], version: str = "",
+              upgrade_within_branch: bool = False) -> str:
     """``latest`` when apt must move the installed driver (a branch or version change), else ``present``."""
     if upgrade_within_branch:
         return "latest"
@@ -248,7 +252,7 @@ def _gpu_list(gpus):
                      for g in gpus)
 
 
-def preflight_problems(state, settings):
+def preflight_problems(state: Dict[str, Any], settings: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Every refusal at once, as ``[{variable, message, fix}]``; empty when the role may go on.
 
     ``settings``: ``distribution``, ``distribution_version``, ``source``, ``branch``, ``version``,
@@ -330,7 +334,7 @@ def preflight_problems(state, settings):
     return problems
 
 
-def reboot_reasons(state):
+def reboot_reasons(state: Dict[str, Any]) -> List[str]:
     """Why the host needs a reboot before the installed driver is the one in use (empty: no reboot)."""
     reasons = []
     module = state.get("module") or {}
@@ -352,7 +356,7 @@ def reboot_reasons(state):
     return reasons
 
 
-def reboot_decision(policy, reasons, connection):
+def reboot_decision(policy: str, reasons: Sequence[str], connection: str) -> Dict[str, Any]:
     """``{reboot, required, reasons, message}`` for a reboot policy, never over a local connection."""
     _check_choice("nvidia_driver_reboot", policy, REBOOT_POLICIES)
     required = bool(reasons)
@@ -371,7 +375,7 @@ def reboot_decision(policy, reasons, connection):
     return {"reboot": False, "required": False, "reasons": [], "message": "no reboot needed"}
 
 
-def modules_to_load(state, modules):
+def modules_to_load(state: Dict[str, Any], modules: Iterable[str]) -> List[str]:
     """Modules of ``modules`` to load now: only while the right nvidia module runs and nothing needs a reboot."""
     module = state.get("module") or {}
     if reboot_reasons(state) or not module.get("loaded"):
@@ -385,7 +389,7 @@ def _host_of(url):
     return match.group(1) if match else ""
 
 
-def plan(settings):
+def plan(settings: Dict[str, Any]) -> Dict[str, Any]:
     """Everything the role derives from its settings and the host's state, for one host.
 
     ``settings``: ``distribution``, ``distribution_version``, ``machine``, ``kernel``, ``source``,

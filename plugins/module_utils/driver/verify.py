@@ -8,6 +8,8 @@ Each check is ``{check, status, gpu, message, fix}`` with status ``ok``, ``faile
 names the GPU it is about (``gpu``) and what to do (``fix``).
 """
 
+from typing import Any, Dict, Iterable, List, Optional
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import (
     OPEN_ONLY_ARCHITECTURES,
     classify_nvidia_smi_failure,
@@ -37,11 +39,11 @@ def _check(name, status, message, fix=None, gpu=None):
     return {"check": name, "status": status, "gpu": gpu, "message": message, "fix": fix if status != OK else None}
 
 
-def gpu_label(gpu):
+def gpu_label(gpu: Dict[str, Any]) -> str:
     return "GPU %s (%s, %s)" % (gpu.get("index"), gpu.get("name"), gpu.get("pci_bus_id"))
 
 
-def gpu_min_driver(name):
+def gpu_min_driver(name: Optional[str]) -> Optional[str]:
     """The lowest driver NVIDIA supports for a GPU name, None when the table does not know it."""
     lowered = (name or "").lower()
     for needle, version in GPU_MIN_DRIVER:
@@ -50,7 +52,7 @@ def gpu_min_driver(name):
     return None
 
 
-def normalize_capabilities(value):
+def normalize_capabilities(value: Any) -> List[str]:
     """``"12.0"``, ``12.0``, ``["9.0", "12.0"]`` or ``"9.0,12.0"`` -> ``["12.0"]``...; None/empty -> []."""
     if value is None or value == "":
         return []
@@ -279,7 +281,8 @@ def _fabric_check(state, expected, active):
     return _check("fabric_manager", OK, "nvidia-fabricmanager is running for the NVSwitches")
 
 
-def verify_checks(state, gpu, expected, fabric_manager_active=None):
+def verify_checks(state: Dict[str, Any], gpu: Dict[str, Any], expected: Dict[str, Any],
+                  fabric_manager_active: Optional[bool] = None) -> List[Dict[str, Any]]:
     """Every check of the verify step, in a stable order.
 
     ``gpu``: ``{ok, facts, error, missing}`` from GPU discovery (``facts`` as gpu_facts returns them);
@@ -305,7 +308,7 @@ def verify_checks(state, gpu, expected, fabric_manager_active=None):
     return checks
 
 
-def failure_message(host, checks):
+def failure_message(host: str, checks: Iterable[Dict[str, Any]]) -> str:
     """One message naming every failed check, its GPU and its fix."""
     failed = [c for c in checks if c["status"] == FAILED]
     lines = ["%d NVIDIA driver check(s) failed on %s:" % (len(failed), host)]

@@ -4,6 +4,8 @@
 """The monitoring preflight's judgement: the layout (monitoring_targets), the role's options and what the host
 shows (listening sockets). Pure: the module gathers ``observed`` and calls ``judge``."""
 
+from typing import Any, Dict, List, Optional, Tuple
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import rules as monitoring_rules
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring import targets as monitoring_targets
@@ -28,7 +30,8 @@ OPTION_DEFAULTS = {
 }
 
 
-def wanted_ports(topology, host, settings, options):
+def wanted_ports(topology: Dict[str, Any], host: str, settings: Optional[Dict[str, Any]],
+                 options: Optional[Dict[str, Any]]) -> List[Tuple[Any, str]]:
     """[(port, variable)] the role's services will listen on, on ``host``, that the role itself installs."""
     settings = monitoring_targets._settings(settings)  # pylint: disable=protected-access
     options = dict(OPTION_DEFAULTS, **(options or {}))
@@ -123,7 +126,9 @@ def _prometheus_auth_problems(host, options):
     return problems
 
 
-def judge(host, topology, settings, options=None, observed=None, rule_params=None):
+def judge(host: str, topology: Dict[str, Any], settings: Optional[Dict[str, Any]],
+          options: Optional[Dict[str, Any]] = None, observed: Optional[Dict[str, Any]] = None,
+          rule_params: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """Every monitoring problem of ``host``: on a monitoring host the whole layout it scrapes (problems of other
     hosts name those hosts), everywhere the ports and options of what runs there, and foreign listeners."""
     settings = monitoring_targets._settings(settings)  # pylint: disable=protected-access

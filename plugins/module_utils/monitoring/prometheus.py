@@ -5,6 +5,7 @@
 their colon. Pure judgements of its HTTP API's answers, plus a poller that waits for all of them."""
 
 import time
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import excerpt, join_url
 
@@ -12,7 +13,8 @@ UNDERSCORE_QUERY = 'group by (__name__) ({__name__=~"sglang_.+"})'
 COLON_QUERY = 'count({__name__=~"sglang:.+"})'
 
 
-def judge_targets(active, expected):
+def judge_targets(active: Optional[Iterable[Dict[str, Any]]], expected: Iterable[Dict[str, Any]]
+                  ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], List[Dict[str, Any]]]:
     """``(up, down, missing)``: expected targets that are up, those Prometheus has but not up (with its last error),
     and those it does not scrape at all. A target is matched by job and address."""
     by_key = {}
@@ -35,7 +37,7 @@ def judge_targets(active, expected):
     return up, down, missing
 
 
-def judge_rules(groups):
+def judge_rules(groups: Optional[Iterable[Dict[str, Any]]]) -> Tuple[int, List[Dict[str, Any]]]:
     """``(total, bad)``: rules of every group, and those whose health is not ok (unknown before a first
     evaluation, err after a failed one)."""
     total, bad = 0, []
@@ -54,7 +56,7 @@ def _vector(answer):
     return answer.get("data", {}).get("result") or []
 
 
-def describe(state):
+def describe(state: Dict[str, Any]) -> str:
     """The failure message: what is not right, naming each target."""
     parts = []
     if not state.get("ready"):
@@ -91,7 +93,7 @@ class PrometheusCheck(object):
         answer = self.client.get(join_url(self.url, path))
         return answer.json() if answer.ok else None, answer
 
-    def once(self):
+    def once(self) -> Dict[str, Any]:
         sglang_jobs = [t for t in self.expected if t.get("job") in ("sglang-prefill", "sglang-decode")]
         state = {"url": self.url, "ready": False, "up": [], "down": [], "missing": [], "rules_total": 0,
                  "rules_bad": [], "sglang_underscore_names": [], "sglang_colon_series": 0,
@@ -122,12 +124,12 @@ class PrometheusCheck(object):
         return state
 
     @staticmethod
-    def done(state):
+    def done(state: Dict[str, Any]) -> bool:
         return bool(state["ready"] and not state["down"] and not state["missing"] and not state["rules_bad"]
                     and not state["sglang_underscore_names"]
                     and (not state["expect_colon"] or state["sglang_colon_series"] > 0))
 
-    def wait(self, timeout, interval=1.0):
+    def wait(self, timeout: float, interval: float = 1.0) -> Dict[str, Any]:
         start = self.clock()
         while True:
             state = self.once()

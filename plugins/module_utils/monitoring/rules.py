@@ -11,6 +11,7 @@ runbook page shipped in the collection (docs/runbook.md, one section per alert).
 """
 
 import re
+from typing import Any, Dict, List, Tuple
 
 # name -> (default, what it is); the role's variable is monitoring_alert_<name>.
 THRESHOLDS = {
@@ -78,7 +79,7 @@ def _check(params):
     return th
 
 
-def health_window_seconds(params):
+def health_window_seconds(params: Dict[str, Any]) -> int:
     """The window of the no-healthy-worker alert: at least ``health_window_intervals`` of the router's
     health-check interval (it marks a worker unhealthy after 3 failed checks), and at least 4 scrapes so
     ``increase()`` always has samples to compare."""
@@ -107,7 +108,7 @@ def _num(value):
     return ("%g" % value) if isinstance(value, float) else str(value)
 
 
-def rule_groups(params):
+def rule_groups(params: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
     """``[(file stem, group)]``: the rule groups, one per file of the rules directory."""
     th = _check(params)
     runbook = str(params.get("runbook_url") or "")
@@ -352,12 +353,12 @@ def _meta_alerts(params, th, runbook):
 RULE_FILE = "pdserve.rules.yml"
 
 
-def rule_files(params):
+def rule_files(params: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """{file name: content} for the rules directory: one file with every group (one validated write)."""
     return {RULE_FILE: {"groups": [group for dummy_stem, group in rule_groups(params)]}}
 
 
-def alert_names(params):
+def alert_names(params: Dict[str, Any]) -> List[str]:
     """Every alert name (sorted, unique)."""
     names = set()
     for dummy, group in rule_groups(params):

@@ -10,6 +10,8 @@ topology of ``pdserve.sglang.serving_topology`` and the monitoring settings. A l
 scrape is reported as problems ``{host, variable, message, fix}``, each naming the variable to change.
 """
 
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
     host_ports,
@@ -60,7 +62,7 @@ def _address(topology, settings, host):
     return str((settings["addresses"] or {}).get(host) or host)
 
 
-def exporter_hosts(topology, settings):
+def exporter_hosts(topology: Dict[str, Any], settings: Optional[Dict[str, Any]]) -> List[str]:
     """Every host that runs exporters: serving hosts, GPU hosts and monitoring hosts, inventory order."""
     settings = _settings(settings)
     hosts = []
@@ -71,7 +73,7 @@ def exporter_hosts(topology, settings):
     return hosts
 
 
-def exporter_bind(topology, settings, host):
+def exporter_bind(topology: Dict[str, Any], settings: Optional[Dict[str, Any]], host: str) -> str:
     """The address a host's exporters listen on.
 
     ``exporter_hosts[host]`` when set; else loopback when the only Prometheus runs on this very host,
@@ -102,7 +104,8 @@ def _strip(url):
     return url.split("://", 1)[-1].split("/", 1)[0]
 
 
-def targets(topology, monitoring_host, settings=None):
+def targets(topology: Dict[str, Any], monitoring_host: str,
+            settings: Optional[Dict[str, Any]] = None) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """``(targets, problems)`` for the Prometheus on ``monitoring_host``.
 
     A target: ``{job, address, labels: {host, role, sglang_instance?}}``. A problem names the variable that
@@ -189,7 +192,7 @@ def _sglang_interval(prom):
             "scrape_timeout": "%ds" % min(int(prom.get("scrape_timeout", 10)), mine)}
 
 
-def scrape_configs(found, settings=None):
+def scrape_configs(found: List[Dict[str, Any]], settings: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """Prometheus ``scrape_configs`` for the targets, one job each, SGLang jobs with the name fix."""
     settings = _settings(settings)
     configs = []
@@ -213,7 +216,8 @@ def scrape_configs(found, settings=None):
     return configs
 
 
-def port_problems(topology, host, settings=None):
+def port_problems(topology: Dict[str, Any], host: str,
+                  settings: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """Ports the monitoring services would take on ``host`` that serving units (or each other) already use."""
     settings = _settings(settings)
     entry = (topology.get("hosts") or {}).get(host) or {}
@@ -245,7 +249,7 @@ def port_problems(topology, host, settings=None):
     return problems
 
 
-def layout_problems(topology, settings=None):
+def layout_problems(topology: Dict[str, Any], settings: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """Every problem of the monitoring layout: unreachable or metrics-less endpoints for each Prometheus
     host, and port collisions on every host that runs a monitoring service."""
     settings = _settings(settings)
@@ -264,7 +268,7 @@ def layout_problems(topology, settings=None):
     return unique
 
 
-def expected_gpu_counts(topology, settings):
+def expected_gpu_counts(topology: Dict[str, Any], settings: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """{gpu host: GPUs expected}: ``expected_gpus[host]`` (pdserve_expected_gpu_count) when given, else the
     distinct GPUs the host's instances use, else None (no GPUMissing rule for that host)."""
     settings = _settings(settings)
@@ -282,7 +286,8 @@ def expected_gpu_counts(topology, settings):
     return out
 
 
-def prometheus_config(topology, monitoring_host, settings):
+def prometheus_config(topology: Dict[str, Any], monitoring_host: str,
+                      settings: Optional[Dict[str, Any]]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """``(config, problems)``: the whole prometheus.yml of ``monitoring_host`` as a dict."""
     settings = _settings(settings)
     prom = settings["prometheus"]
@@ -312,7 +317,8 @@ def _first_set(values, *names):
     return None
 
 
-def inventory_settings(host_vars, groups, options):
+def inventory_settings(host_vars: Dict[str, Dict[str, Any]], groups: Optional[Dict[str, List[str]]],
+                       options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """The settings of the functions above from inventory data: ``host_vars`` {host: vars} of the relevant hosts,
     ``groups`` {group: hosts}, ``options`` the role's own settings (ports, groups' names, ...)."""
     options = dict(options or {})
@@ -337,16 +343,16 @@ def inventory_settings(host_vars, groups, options):
 DASHBOARDS = ("pdserve-sglang-pd", "pdserve-router", "pdserve-gpu", "pdserve-host")
 
 
-def listen_address(bind, port):
+def listen_address(bind: str, port: Any) -> str:
     """``host:port`` a service listens on (``--web.listen-address``, ``-a``), IPv6 literals in brackets."""
     return _join(bind, port)
 
 
-def local_url(bind, port, tls=False):
+def local_url(bind: Any, port: Any, tls: bool = False) -> str:
     """The URL a process on the same host reaches a service bound to ``bind`` at (loopback for a wildcard)."""
     return "%s://%s" % ("https" if tls else "http", _join(local_host(bind), port))
 
 
-def dashboard_files(dest_dir, read):
+def dashboard_files(dest_dir: str, read: Callable[[str], str]) -> List[Dict[str, str]]:
     """``[{path, content}]``: each shipped dashboard under ``dest_dir``; ``read(name)`` gives a dashboard's JSON."""
     return [{"path": "%s/%s.json" % (str(dest_dir).rstrip("/"), name), "content": read(name)} for name in DASHBOARDS]

@@ -13,16 +13,19 @@ is the decode server's, after the prefill's has ended. It has the HttpClient int
 
 import random
 import threading
+from typing import Any, Dict, Optional
 
 try:
     from urllib.parse import urlsplit
 except ImportError:  # pragma: no cover
     from urlparse import urlsplit  # type: ignore
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpResult, SseResult
+
 CHAT_PATH = '/v1/chat/completions'
 
 
-def bootstrap_host(prefill_url):
+def bootstrap_host(prefill_url: str) -> Optional[str]:
     """The host part of the prefill URL (the router hands decode exactly this)."""
     return urlsplit(prefill_url).hostname
 
@@ -39,10 +42,10 @@ class PairClient(object):
         self.last_prefill = None
 
     @property
-    def timeout(self):
+    def timeout(self) -> float:
         return self.client.timeout
 
-    def body(self, payload):
+    def body(self, payload: Dict[str, Any]) -> Dict[str, Any]:
         body = dict(payload)
         body.update(bootstrap_host=bootstrap_host(self.prefill_url), bootstrap_port=self.bootstrap_port,
                     bootstrap_room=self.rand.getrandbits(63))
@@ -70,14 +73,15 @@ class PairClient(object):
             decode.error = 'prefill %s: %s' % (self.prefill_url, self.last_prefill.summary(CHAT_PATH))
         return decode
 
-    def get(self, url, timeout=None):
+    def get(self, url: str, timeout: Optional[float] = None) -> HttpResult:
         return self.client.get(url, timeout=timeout)
 
-    def request(self, method, url, payload=None, headers=None, timeout=None):
+    def request(self, method: str, url: str, payload: Any = None, headers: Optional[Dict[str, str]] = None,
+                timeout: Optional[float] = None) -> HttpResult:
         return self.client.request(method, url, payload=payload, headers=headers, timeout=timeout)
 
-    def post_json(self, url, payload, timeout=None):
+    def post_json(self, url: str, payload: Any, timeout: Optional[float] = None) -> HttpResult:
         return self._pair(self.client.post_json, url, payload, timeout)
 
-    def stream_sse(self, url, payload, timeout=None):
+    def stream_sse(self, url: str, payload: Any, timeout: Optional[float] = None) -> SseResult:
         return self._pair(self.client.stream_sse, url, payload, timeout)

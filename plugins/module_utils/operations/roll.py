@@ -12,6 +12,8 @@ that clients reach the new version before it is validated (it never leaves the r
 ``<prefix>_unvalidated_restart``, and the plan says so before anything starts.
 """
 
+from typing import Any, Dict, Iterable, List, Optional
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import phase_parts
@@ -32,8 +34,9 @@ def _ordered(workers, order):
     return prefill + decode
 
 
-def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_restart=False,
-              variable="sglang_operations_roll", upgrade=False):
+def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, instances: Optional[List[str]] = None,
+              order: str = "inventory", plain_restart: bool = False, variable: str = "sglang_operations_roll",
+              upgrade: bool = False) -> Dict[str, Any]:
     """``{"workers": [...], "routers": [...], "problems": [...], "warnings": [...]}`` for a roll over ``topology``.
 
     ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every
@@ -119,7 +122,8 @@ def roll_plan(topology, hosts=None, instances=None, order="inventory", plain_res
     return {"workers": workers, "routers": routers, "problems": problems, "warnings": warnings}
 
 
-def precompile_refusal(workers, host, kind, outage_ok=False):
+def precompile_refusal(workers: Optional[Iterable[Dict[str, Any]]], host: str, kind: str,
+                       outage_ok: bool = False) -> str:
     """Why an ``upgrade`` must not precompile on ``host`` (the judge's refusal), or "" where it may.
 
     The precompile (sglang_server_precompile) needs the instance's port and GPUs, so it stops the instance; a worker
@@ -145,7 +149,8 @@ def _seconds(value):
     return "?" if value is None else "%.1f s" % float(value)
 
 
-def plan_lines(plan, estimates=(), drain_timeout=300, on_drain_timeout="fail", what="Rolling restart"):
+def plan_lines(plan: Dict[str, Any], estimates: Optional[Iterable[Any]] = (), drain_timeout: float = 300,
+               on_drain_timeout: str = "fail", what: str = "Rolling restart") -> List[str]:
     """What the roll will do, said before it starts; ``estimates``: server_restart check-mode results (loop items)."""
     load = dict((e.get("item", {}).get("unit"), e.get("previous_load_seconds"))
                 for e in estimates or [] if isinstance(e, dict))
@@ -175,7 +180,9 @@ def _by_item(results):
     return dict(((r.get("item") or {}).get("name"), r) for r in results or [] if isinstance(r, dict))
 
 
-def roll_report(records, before=(), after=()):
+def roll_report(records: Optional[Iterable[Optional[List[Dict[str, Any]]]]],
+                before: Optional[Iterable[Optional[Dict[str, Any]]]] = (),
+                after: Optional[Iterable[Optional[Dict[str, Any]]]] = ()) -> List[str]:
     """One line per rolled worker, in roll order. Per host of the play (aligned lists): its records (roll_worker.yml),
     and the loop results of worker_idle (wait=false) over its workers before and after the roll (the counters).
 
@@ -204,7 +211,7 @@ def roll_report(records, before=(), after=()):
     return lines
 
 
-def compile_count(records):
+def compile_count(records: Optional[Iterable[Dict[str, Any]]]) -> str:
     """``Kernel compiles across the 4 restarts: 0 (...)``: the kernels the new starts compiled, summed from each start's
     journal (startup_phases' ``kernels_compiled``); '' when no start said (SGLang 0.5.23 does not log it, the emulator
     does). A start that did not say is counted as unknown, never as 0."""

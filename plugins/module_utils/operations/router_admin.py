@@ -20,8 +20,9 @@ Nothing here logs the key: it only travels in the HttpClient's header and the PO
 """
 
 import time
+from typing import Any, Dict, List, Optional
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpResult, join_url
 
 WORKER_TYPES = ('prefill', 'decode')
 
@@ -38,7 +39,7 @@ class RouterUnreachable(RouterError):
     """Nothing answered at the router's address: it is not started yet, or it is down."""
 
 
-def normalize_url(url):
+def normalize_url(url: Any) -> str:
     """A worker URL as the router compares it: no trailing slash, scheme and host in lower case."""
     url = str(url or '').strip().rstrip('/')
     if '://' in url:
@@ -48,14 +49,14 @@ def normalize_url(url):
     return url
 
 
-def workers_of(listing):
+def workers_of(listing: Any) -> List[Dict[str, Any]]:
     """The worker entries of a GET /workers answer (empty for anything else)."""
     if not isinstance(listing, dict):
         return []
     return [w for w in listing.get('workers') or [] if isinstance(w, dict)]
 
 
-def find_worker(listing, url):
+def find_worker(listing: Any, url: Any) -> Optional[Dict[str, Any]]:
     """The entry registered under ``url``, or None."""
     wanted = normalize_url(url)
     for worker in workers_of(listing):
@@ -64,7 +65,7 @@ def find_worker(listing, url):
     return None
 
 
-def summarize(worker):
+def summarize(worker: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The fields of an entry worth showing (never the metadata, which may be large)."""
     if not worker:
         return None
@@ -72,7 +73,7 @@ def summarize(worker):
     return dict((k, worker[k]) for k in keys if k in worker)
 
 
-def mismatch(worker, worker_type, bootstrap_port=None):
+def mismatch(worker: Dict[str, Any], worker_type: str, bootstrap_port: Optional[int] = None) -> Optional[str]:
     """None when ``worker`` is registered as wanted (type, and port for a prefill); else what differs."""
     if worker.get('worker_type') != worker_type:
         return 'registered as %s, not %s' % (worker.get('worker_type') or 'no type', worker_type)
@@ -81,7 +82,7 @@ def mismatch(worker, worker_type, bootstrap_port=None):
     return None
 
 
-def removal_problem(listing, url, worker_type):
+def removal_problem(listing: Any, url: str, worker_type: str) -> Optional[str]:
     """None when the router keeps another healthy worker of ``worker_type`` without ``url``; else why not.
 
     Removing the last healthy prefill or decode worker turns every request into a 503 ("No available decode
@@ -99,7 +100,8 @@ def removal_problem(listing, url, worker_type):
             'healthy %s worker' % (url, worker_type, ', '.join(str(w.get('url')) for w in others), worker_type))
 
 
-def add_payload(url, worker_type, bootstrap_port=None, api_key=None):
+def add_payload(url: str, worker_type: str, bootstrap_port: Optional[int] = None,
+                api_key: Optional[str] = None) -> Dict[str, Any]:
     """The POST /workers body: always the type, the bootstrap port of a prefill, the key when there is one."""
     if worker_type not in WORKER_TYPES:
         raise ValueError('worker_type must be one of %s, got %r' % (', '.join(WORKER_TYPES), worker_type))
@@ -113,7 +115,7 @@ def add_payload(url, worker_type, bootstrap_port=None, api_key=None):
     return body
 
 
-def registering(answer) -> bool:
+def registering(answer: HttpResult) -> bool:
     """Whether a POST /workers was refused because the router is registering that URL already: smg 1.13 answers 409
     "Worker creation already in progress for URL ..." while its own job (from the command line or an earlier POST)
     checks the worker, which GET /workers does not list until the job ends. sglang-router 0.3.2 accepts the POST and
@@ -138,7 +140,7 @@ class RouterAdmin(object):
                               'control-plane key and the one given (if any) is not it; pass control_plane_api_key '
                               '(sglang_router_control_plane_api_key)' % (self.url, what, answer.status))
 
-    def listing(self):
+    def listing(self) -> Dict[str, Any]:
         """GET /workers, decoded; RouterError when the router does not answer it (RouterUnreachable when nothing
         answered at all)."""
         answer = self.client.get(join_url(self.url, '/workers'), control_plane=True)
@@ -149,7 +151,7 @@ class RouterAdmin(object):
             raise error('the router at %s did not list its workers: %s' % (self.url, answer.summary('/workers')))
         return data
 
-    def wait_listing(self, timeout=60.0):
+    def wait_listing(self, timeout: float = 60.0) -> Dict[str, Any]:
         """GET /workers of a router that may still be starting: asked again while nothing answers, until ``timeout``
         (sglang-router 0.3.2 listens about a second after its start). A refused key or any other answer fails at
         once."""
@@ -163,7 +165,8 @@ class RouterAdmin(object):
                                             % (exc, timeout))
             self.sleep(self.interval)
 
-    def remove(self, url, worker_type, allow_last=False, timeout=30.0, check_mode=False):
+    def remove(self, url: str, worker_type: Optional[str], allow_last: bool = False, timeout: float = 30.0,
+               check_mode: bool = False) -> Dict[str, Any]:
         """Take ``url`` out of the router. Returns {changed, worker (as it was), seconds}."""
         started = self.clock()
         listing = self.listing()
@@ -192,7 +195,8 @@ class RouterAdmin(object):
                                   % (self.url, url, timeout), {'worker': summarize(worker)})
             self.sleep(self.interval)
 
-    def add(self, url, worker_type, bootstrap_port=None, api_key=None, timeout=60.0, check_mode=False, wait=True):
+    def add(self, url: str, worker_type: str, bootstrap_port: Optional[int] = None, api_key: Optional[str] = None,
+            timeout: float = 60.0, check_mode: bool = False, wait: bool = True) -> Dict[str, Any]:
         """Put ``url`` back and wait until the router lists it healthy with the right type (and port).
 
         A worker already listed that way is left alone. One listed with the wrong type or port (a POST without

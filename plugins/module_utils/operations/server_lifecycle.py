@@ -13,6 +13,7 @@ as wait_ready, so a unit that dies fails at once with its journal.
 """
 
 import time
+from typing import Any, Dict, List, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.startup_phases import lines_since_start
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation.readiness import (
@@ -33,7 +34,8 @@ class RestartError(Exception):
         self.details = details or {}
 
 
-def last_load_seconds(start_monotonic_usec, journal_lines, message=READY_MESSAGE):
+def last_load_seconds(start_monotonic_usec: Any, journal_lines: List[str],
+                      message: str = READY_MESSAGE) -> Optional[float]:
     """Seconds from the unit's last start (systemd's ExecMainStartTimestampMonotonic, in µs) to the first
     ready line after it, from ``journalctl -o short-monotonic`` lines; None when there is none."""
     for seconds, text in lines_since_start(start_monotonic_usec, journal_lines) or []:
@@ -59,7 +61,7 @@ class ServerRestarter(object):
             raise RestartError('systemctl %s failed (rc=%s): %s' % (' '.join(args), rc, (err or out).strip()))
         return out
 
-    def previous_load(self, unit):
+    def previous_load(self, unit: str) -> Optional[float]:
         """(seconds of the last start until ready, or None; the journal lines read)."""
         out = self._systemctl('show', unit, '--no-pager', '--property=ExecMainStartTimestampMonotonic')
         start = out.strip().partition('=')[2]
@@ -67,7 +69,8 @@ class ServerRestarter(object):
         lines = journal.splitlines() if rc == 0 else []
         return last_load_seconds(start, lines)
 
-    def restart(self, unit, url, timeout, interval=0.25, generate=True, daemon_reload=False):
+    def restart(self, unit: str, url: str, timeout: float, interval: float = 0.25, generate: bool = True,
+                daemon_reload: bool = False) -> Dict[str, Any]:
         """Restart ``unit`` and wait until ``url`` is ready. Returns the timings and the unit state."""
         if daemon_reload:
             self._systemctl('daemon-reload')

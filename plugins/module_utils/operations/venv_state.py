@@ -21,6 +21,7 @@ import json
 import os
 import re
 import tempfile
+from typing import Any, Dict, Iterable, List, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import caches_of_venvs
@@ -32,7 +33,7 @@ RECORD = '.pdserve-venvs.json'
 _VERSION = re.compile(r'^Version:\s*(\S+)', re.M)
 
 
-def installed_version(venv, package='sglang'):
+def installed_version(venv: str, package: str = 'sglang') -> Optional[str]:
     """The version of ``package`` installed in ``venv`` (from its dist-info), or None."""
     name = package.replace('-', '_')
     for pattern in ('%s/lib/python*/site-packages/%s-*.dist-info/METADATA', '%s/lib64/python*/site-packages/%s-*.dist-info/METADATA'):
@@ -47,7 +48,7 @@ def installed_version(venv, package='sglang'):
     return None
 
 
-def read_text(path):
+def read_text(path: str) -> Optional[str]:
     try:
         with open(path) as handle:
             return handle.read()
@@ -55,7 +56,7 @@ def read_text(path):
         return None
 
 
-def free_gb(path):
+def free_gb(path: str) -> float:
     """Free GiB on the filesystem that holds ``path`` (or its nearest existing parent)."""
     probe = path
     while probe and not os.path.exists(probe):
@@ -67,7 +68,7 @@ def free_gb(path):
     return round(stat.f_bavail * stat.f_frsize / float(1 << 30), 2)
 
 
-def link_target(path):
+def link_target(path: str) -> Optional[str]:
     return os.path.realpath(path) if os.path.islink(path) else None
 
 
@@ -75,7 +76,7 @@ def _is_venv(path):
     return os.path.isfile(os.path.join(path, 'bin', 'python'))
 
 
-def read_record(root):
+def read_record(root: str) -> List[str]:
     """The venv names the collection recorded creating under ``root`` ([] without a readable record)."""
     try:
         with open(os.path.join(root.rstrip('/'), RECORD)) as handle:
@@ -86,7 +87,7 @@ def read_record(root):
     return sorted(set(n for n in names or [] if isinstance(n, str) and n and '/' not in n))
 
 
-def record_created(root, venv, check_mode=False):
+def record_created(root: str, venv: str, check_mode: bool = False) -> Dict[str, Any]:
     """Record ``venv`` as created by the collection, before it is created: ``{changed, recorded, reason, record}``.
 
     Only a venv directly under ``root`` that does not exist yet (or is an empty directory) is recorded; one that
@@ -119,7 +120,8 @@ def record_created(root, venv, check_mode=False):
     return out
 
 
-def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglang', target=None):
+def observe(instances: Iterable[Dict[str, Any]], venv_root: str, unit_dir: str = '/etc/systemd/system',
+            package: str = 'sglang', target: Optional[str] = None) -> Dict[str, Any]:
     """Everything the decisions need, read from the host."""
     root = venv_root.rstrip('/')
     seen = {}
@@ -161,7 +163,8 @@ def observe(instances, venv_root, unit_dir='/etc/systemd/system', package='sglan
     return out
 
 
-def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_upgrade', must_exist=False):
+def judge(host: str, seen: Dict[str, Any], target: Optional[str] = None, min_free_gb: float = 0.0,
+          variable: str = 'sglang_operations_upgrade', must_exist: bool = False) -> Dict[str, Any]:
     """Decisions and problems from ``observe``'s result (pure).
 
     ``current``: the ``current`` link, else the venv every instance runs. ``prunable``: venvs under the root the
@@ -222,7 +225,7 @@ def judge(host, seen, target=None, min_free_gb=0.0, variable='sglang_operations_
     return decided
 
 
-def venv_name(version, source='pypi', git_version=None):
+def venv_name(version: Any, source: str = 'pypi', git_version: Optional[str] = None) -> str:
     """The directory name of a versioned venv: ``sglang-0.5.24`` or ``sglang-git-<ref>``."""
     if source == 'git':
         ref = re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(git_version or 'head')).strip('-')
@@ -230,7 +233,7 @@ def venv_name(version, source='pypi', git_version=None):
     return 'sglang-%s' % re.sub(r'[^A-Za-z0-9_.+-]+', '-', str(version)).strip('-')
 
 
-def release_label(source, version, git_version=None):
+def release_label(source: str, version: Any, git_version: Optional[str] = None) -> str:
     """What a unit's fingerprint says it runs: the version, ``git <ref>``, or ``""`` when SGLang is managed elsewhere."""
     if source == 'git':
         return 'git %s' % git_version
@@ -239,12 +242,12 @@ def release_label(source, version, git_version=None):
     return str(version)
 
 
-def instance_env_files(names, config_dir='/etc/sglang'):
+def instance_env_files(names: Optional[Iterable[str]], config_dir: str = '/etc/sglang') -> List[Dict[str, str]]:
     """``[{name, env_file}]`` for venv_state's instances (the roles write ``<config_dir>/<name>.env``)."""
     return [{'name': name, 'env_file': '%s/%s.env' % (str(config_dir).rstrip('/'), name)} for name in names or []]
 
 
-def switch_sources(instances):
+def switch_sources(instances: Optional[Dict[str, Any]]) -> Dict[str, Dict[str, str]]:
     """``{name: {venv, version}}``: where each instance runs now, from venv_state's ``instances`` (its fingerprint),
     the place a failed switch returns it to."""
     out = {}
@@ -254,7 +257,7 @@ def switch_sources(instances):
     return out
 
 
-def prunable_caches(cache_root, prunable):
+def prunable_caches(cache_root: Optional[str], prunable: Optional[List[str]]) -> List[str]:
     """The compile cache trees under ``cache_root`` of the venvs that go (serving/caches.py names them by venv)."""
     if not cache_root or not prunable or not os.path.isdir(cache_root):
         return []

@@ -17,6 +17,7 @@ Accept headers (client_python#1177): both spellings are read.
 import math
 import re
 import time
+from typing import Any, Dict, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
 
@@ -40,14 +41,14 @@ class MetricsError(Exception):
     """The server's /metrics could not be read or lacks what is needed."""
 
 
-def canonical(name):
+def canonical(name: str) -> str:
     """``sglang_num_running_reqs`` -> ``sglang:num_running_reqs`` (the name SGLang registers)."""
     if name.startswith('sglang_'):
         return 'sglang:' + name[len('sglang_'):]
     return name
 
 
-def parse_samples(text):
+def parse_samples(text: Optional[str]) -> Dict[str, float]:
     """{metric name: summed value over all label sets} of a Prometheus text exposition."""
     sums = {}
     for line in (text or '').splitlines():
@@ -67,7 +68,7 @@ def parse_samples(text):
     return sums
 
 
-def reading(text):
+def reading(text: Optional[str]) -> Dict[str, Any]:
     """What one scrape says: {in_flight, gauges, requests_total}; MetricsError without the running gauge."""
     sums = parse_samples(text)
     if REQUIRED_GAUGE not in sums:
@@ -93,18 +94,18 @@ class IdleWaiter(object):
         self.clock = clock
         self.sleep = sleep
 
-    def scrape(self):
+    def scrape(self) -> Dict[str, Any]:
         answer = self.client.get(join_url(self.url, '/metrics'))
         if answer.status != 200:
             raise MetricsError('cannot read %s/metrics: %s' % (self.url, answer.summary('/metrics')))
         return reading(answer.text)
 
-    def once(self):
+    def once(self) -> Dict[str, Any]:
         """One scrape, no waiting: {idle, in_flight, gauges, requests_total, seconds: 0, scrapes: 1}."""
         now = self.scrape()
         return dict(now, idle=now['in_flight'] == 0, seconds=0.0, scrapes=1, first=now)
 
-    def wait(self):
+    def wait(self) -> Dict[str, Any]:
         """{idle, seconds, scrapes, in_flight, gauges, requests_total, first}: ``first`` is the first reading
         (what the server held when the wait began), the rest the last one."""
         started = self.clock()

@@ -19,9 +19,11 @@ registered before it can serve. A worker listed while it is being added (type ``
 """
 
 import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import join_url
+from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient, join_url
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_admin import (
+    RouterAdmin,
     RouterError,
     RouterUnreachable,
     find_worker,
@@ -33,7 +35,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.operations.router_a
 from ansible_collections.pdserve.sglang.plugins.module_utils.operations.worker_metrics import IdleWaiter, MetricsError
 
 
-def wanted_workers(workers):
+def wanted_workers(workers: Dict[str, Any]) -> Tuple[Optional[List[Dict[str, Any]]], Optional[str]]:
     """[{url, worker_type, bootstrap_port}] of the workers option, or (None, why not)."""
     unknown = sorted(set(workers) - set(('prefill', 'decode')))
     if unknown:
@@ -54,7 +56,7 @@ def wanted_workers(workers):
     return wanted, None
 
 
-def plan(listing, wanted):
+def plan(listing: Dict[str, Any], wanted: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
     """{register: [wanted entries], deregister: [router entries]} for a GET /workers answer and the wanted set.
 
     ``wanted``: [{url, worker_type, bootstrap_port}]. A worker still being added (type ``unknown``) counts as
@@ -72,18 +74,19 @@ def plan(listing, wanted):
     return {'register': register, 'deregister': deregister}
 
 
-def describe(entry):
+def describe(entry: Dict[str, Any]) -> str:
     """``decode http://h:p`` for a wanted entry or a router entry."""
     return '%s %s' % (entry.get('worker_type') or 'worker', entry.get('url'))
 
 
-def reasons(found):
+def reasons(found: Dict[str, List[Dict[str, Any]]]) -> List[str]:
     """The restart plan's words for a plan: what is registered, then what is deregistered."""
     return (['register %s' % describe(e) for e in found['register']]
             + ['deregister %s' % describe(w) for w in found['deregister']])
 
 
-def wait_health(client, url, timeout, interval=0.5, clock=time.monotonic, sleep=time.sleep):
+def wait_health(client: HttpClient, url: str, timeout: float, interval: float = 0.5,
+                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> float:
     """Seconds until ``url``/health answered 200 (a server still loading its model refuses or answers 503);
     RouterError naming the last answer after ``timeout``."""
     started = clock()
@@ -98,8 +101,9 @@ def wait_health(client, url, timeout, interval=0.5, clock=time.monotonic, sleep=
         sleep(interval)
 
 
-def reconcile(admin, wanted, client, api_key=None, timeout=60.0, drain=True, drain_timeout=300.0,
-              check_mode=False):
+def reconcile(admin: RouterAdmin, wanted: List[Dict[str, Any]], client: HttpClient, api_key: Optional[str] = None,
+              timeout: float = 60.0, drain: bool = True, drain_timeout: float = 300.0,
+              check_mode: bool = False) -> Dict[str, Any]:
     """Apply the plan through ``admin`` (a RouterAdmin). ``client`` asks a new worker's /health before it is
     registered and scrapes a removed worker's metrics to drain it. ``timeout``: for the router to answer its list
     (it may just have been started), then for each new worker to answer /health, then to be listed healthy.

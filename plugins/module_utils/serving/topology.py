@@ -10,6 +10,7 @@ the monitoring scrapes. The per-host defaults are an input (sglang_topology_defa
 
 import difflib
 import re
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
@@ -49,7 +50,7 @@ def _get(host_vars, name, defaults):
     return defaults[name] if value is None else value
 
 
-def reach_host(bind, address, advertise=None):
+def reach_host(bind: Any, address: Any, advertise: Any = None) -> str:
     """The host part another machine uses: advertise_host, else the bind address, else (wildcard) the host's address."""
     if advertise:
         return str(advertise)
@@ -57,7 +58,7 @@ def reach_host(bind, address, advertise=None):
     return str(address) if bind in WILDCARD else bind
 
 
-def local_host(bind):
+def local_host(bind: Any) -> str:
     """The host part a process on the same machine uses (loopback for a wildcard bind)."""
     bind = str(bind if bind is not None else "")
     if bind == "::":
@@ -266,7 +267,8 @@ def _undeclared(name, mode, group, hv, raw):
                    "group %s" % (variable, name, name, mode, name, group))
 
 
-def build_topology(host_vars, groups, defaults, group_names=None):
+def build_topology(host_vars: Dict[str, Any], groups: Optional[Dict[str, List[str]]], defaults: Dict[str, Any],
+                   group_names: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """The topology of the inventory (see the module docstring of the filter serving_topology).
 
     ``host_vars``: {inventory host: its variables}. ``groups``: {group: [hosts]}. ``defaults``: {variable: value} for
@@ -368,7 +370,7 @@ def _share_address(shared, routers):
             router["tls_names"].insert(0, shared["address"])
 
 
-def host_part(topology, inventory_host):
+def host_part(topology: Dict[str, Any], inventory_host: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """One host's entry (empty when the host serves nothing) and the problems that concern it."""
     entry = topology["hosts"].get(inventory_host) or {"address": inventory_host, "groups": [], "prefill": [],
                                                       "decode": [], "router": None}
