@@ -62,7 +62,7 @@ class ServerRestarter(object):
         return out
 
     def previous_load(self, unit: str) -> Optional[float]:
-        """(seconds of the last start until ready, or None; the journal lines read)."""
+        """Seconds from the last start of ``unit`` until it was ready, from its journal; None where it cannot tell."""
         out = self._systemctl('show', unit, '--no-pager', '--property=ExecMainStartTimestampMonotonic')
         start = out.strip().partition('=')[2]
         rc, journal, _err = self.run([self.journalctl, '-u', unit, '-n', '2000', '-o', 'short-monotonic', '--no-pager'])

@@ -282,6 +282,8 @@ _UNIT_SETTINGS = (("user", "User"), ("group", "Group"), ("home", "WorkingDirecto
                   ("start_limit_interval_sec", "StartLimitIntervalSec"), ("start_limit_burst", "StartLimitBurst"),
                   ("limit_nofile", "LimitNOFILE"))
 _URL = re.compile(r"https?://[^\s\"'\\]+")
+
+
 class PdSetting(NamedTuple):
     """One of SGLang's PD environment settings the role passes as a variable of its own."""
     key: str        # the key the role passes it under (the variable is the role's prefix + key)

@@ -14,6 +14,7 @@ probe's figures and the operator's expectations into problems.
 
 import base64
 import json
+import math
 import os
 import re
 import statistics
@@ -49,6 +50,8 @@ def _kind(memory: str) -> str:
     """host, cuda (or rocm, ...) from UCX's name of a memory ("host memory", "cuda/GPU0", "cuda/dev[0]")."""
     memory = memory.strip()
     return "host" if memory.startswith("host") else memory.split("/", 1)[0]
+
+
 EMULATION = "software emulation"
 DATA_OPERATIONS = ("ucp_put", "ucp_get")
 
@@ -196,7 +199,7 @@ def settings_problems(host: str, settings: Dict[str, Any], prefix: str = "sglang
                                                                           else "", value), "e.g. %s" % {"size_mib": 64, "rounds": 4, "device": 0}[key])
     for key in ("timeout", "min_gbps"):
         value = settings.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0 \
                 or (key == "timeout" and not 0 < value <= 3600):
             bad(key, "must be a number %s, got %r" % ("of seconds above 0 and at most 3600" if key == "timeout"
                                                       else "of GB/s, at least 0 (0: no floor)", value),
@@ -338,11 +341,14 @@ _DONE = b"pdserve-fabric-done:"
 def target_handoff(agent: Any, torch: Any, slots: int, count: int, where: str) -> Dict[str, Any]:
     """Register the target's buffers; the handoff an initiator needs (metadata and descriptors, base64) and the
     buffers themselves (``_buffers``, kept by the caller)."""
-    receive = [torch.zeros(count, dtype=torch.uint8, device=where) for _ in range(slots)]
+    receive = [torch.zeros(count, dtype=torch.uint8, device=where) for _slot in range(slots)]
     send = pattern(torch, count, 0, where)
     for buffer in receive + [send]:
         agent.register_memory(buffer)
-    encode = lambda data: base64.b64encode(data).decode("ascii")  # noqa: E731
+
+    def encode(data: bytes) -> str:
+        return base64.b64encode(data).decode("ascii")
+
     return {"agent": agent.name, "metadata": encode(agent.get_agent_metadata()), "bytes": count,
             "receive": [encode(agent.get_serialized_descs(agent.get_xfer_descs(buffer))) for buffer in receive],
             "send": encode(agent.get_serialized_descs(agent.get_xfer_descs(send))), "_buffers": (receive, send)}
