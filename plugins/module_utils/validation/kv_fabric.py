@@ -4,7 +4,7 @@
 
 SGLang's PD KV transfer (``--disaggregation-transfer-backend nixl``) works or not, fast or not, through the UCX that
 NIXL bundles, and nothing says which path it took: UCX falls back to TCP without RDMA and stages GPU memory through
-host memory ("software emulation") without a warning (``../shared/research/kv-fabric.md``). ``UCX_PROTO_INFO=y`` makes
+host memory ("software emulation") without a warning. ``UCX_PROTO_INFO=y`` makes
 UCX print, at the first transfer of each kind, the protocol and transports it selected; this module reads those lines.
 
 ``probe_in_process`` runs both agents in one process (two buffers on one host or one GPU): it proves that NIXL and UCX

@@ -39,7 +39,7 @@ def test_host_memory_between_two_agents_on_one_host_went_through_cma(name):
 
 
 def test_gpu_memory_staged_through_host_memory_is_a_finding():
-    """As NIXL 1.5.1 did on this machine kind (research/kv-fabric.md): the GPU-to-GPU row as software emulation."""
+    """As NIXL 1.5.1 was measured doing on this machine kind: the GPU-to-GPU row as software emulation."""
     text = capture("vram.ucx.txt").replace("| zero-copy                                               | cuda_ipc/cuda |",
                                            "| software emulation                                      | tcp/lo        |")
     assert text != capture("vram.ucx.txt")
