@@ -23,7 +23,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
+from ansible_collections.pdserve.sglang.plugins.module_utils.problems import control_character, env_problems, problem
 
 # UCX_PROTO_INFO's tables (UCX's log lines: "[time] [host:pid:thread]" then the table), one per operation and context:
 #   | ucp_context_0 intra-node cfg#1 | remote memory write by ucp_put* from host memory to host |
@@ -178,7 +178,6 @@ def pair_report(initiators: List[Dict[str, Any]], targets: List[Dict[str, Any]],
 
 # UCX's transport names as an inventory writes them (rc_mlx5, dc_mlx5, ud_verbs, tcp, cuda_ipc, ...).
 _TRANSPORT_NAME = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 def settings_problems(host: str, settings: Dict[str, Any], prefix: str = "sglang_kv_fabric_") -> List[Dict[str, Any]]:
@@ -209,15 +208,20 @@ def settings_problems(host: str, settings: Dict[str, Any], prefix: str = "sglang
         bad("expect_transports", "must be a list of UCX transport names (lower case letters, digits, _), got %r"
             % (expect,), "e.g. [rc_mlx5] for RDMA, [tcp] where the hosts have only Ethernet, [] to accept any")
     python = settings.get("python")
-    if not isinstance(python, str) or not python.startswith("/") or any(ch.isspace() or ord(ch) < 32 for ch in python):
+    if not isinstance(python, str) or not python.startswith("/") or any(ch.isspace() for ch in python) \
+            or control_character(python):
         bad("python", "must be an absolute path without spaces or control characters, got %r" % (python,),
             "the model servers' venv Python, e.g. /opt/sglang/venv/bin/python")
     environment = settings.get("environment")
-    if not isinstance(environment, dict) or not all(isinstance(k, str) and _ENV_NAME.match(k) and is_scalar(v)
-                                                    and not any(ord(ch) < 32 for ch in str(v))
-                                                    for k, v in environment.items()):
-        bad("environment", "must be a mapping of variable names (upper case) to single-line values, got %r"
-            % (environment,), "e.g. {UCX_NET_DEVICES: 'mlx5_0:1,tcp'}")
+    if not isinstance(environment, dict):
+        bad("environment", "must be a mapping of variable names to values, got %r" % (environment,),
+            "e.g. {UCX_NET_DEVICES: 'mlx5_0:1,tcp'}")
+        return found
+    # Names and one-line values as every other environment the collection takes; a value must also be one word of text.
+    found.extend(env_problems(host, prefix + "environment", environment))
+    for name in sorted(name for name, value in environment.items() if not is_scalar(value) and isinstance(name, str)):
+        bad("environment.%s" % name, "must be a string or a number, got %r" % (environment[name],),
+            "one value, e.g. 'mlx5_0:1,tcp'")
     return found
 
 

@@ -97,10 +97,21 @@ def test_good_settings_have_no_problem():
     ("rounds", 0), ("device", -1), ("timeout", 0), ("timeout", 4000), ("timeout", "fast"), ("min_gbps", -1),
     ("min_gbps", float("nan")), ("expect_transports", "tcp"), ("expect_transports", ["TCP"]),
     ("expect_transports", ["rc mlx5"]), ("python", "python3"), ("python", "/opt/x/bin/python; rm -rf /"),
-    ("python", "/opt/x\n/python"), ("environment", {"ucx tls": "tcp"}), ("environment", {"UCX_TLS": "tcp\nX=1"}),
-    ("environment", ["UCX_TLS=tcp"]), ("environment", {"UCX_TLS": ["tcp"]}),
+    ("python", "/opt/x\n/python"), ("environment", ["UCX_TLS=tcp"]),
 ])
 def test_each_wrong_setting_is_named_with_a_fix(key, value):
     [problem] = F.settings_problems("gpu-decode-1", dict(GOOD, **{key: value}))
     assert problem["host"] == "gpu-decode-1" and problem["variable"] == "sglang_kv_fabric_" + key
+    assert problem["message"] and problem["fix"]
+
+
+@pytest.mark.parametrize("environment, variable", [
+    ({"ucx tls": "tcp"}, "sglang_kv_fabric_environment.ucx tls"),
+    ({"UCX_TLS": "tcp\nX=1"}, "sglang_kv_fabric_environment.UCX_TLS"),
+    ({"UCX_TLS": ["tcp"]}, "sglang_kv_fabric_environment.UCX_TLS"),
+])
+def test_a_wrong_environment_variable_is_named_by_its_name(environment, variable):
+    """The probe's environment is judged as every environment of the collection (problems.env_problems)."""
+    [problem] = F.settings_problems("gpu-decode-1", dict(GOOD, environment=environment))
+    assert problem["host"] == "gpu-decode-1" and problem["variable"] == variable
     assert problem["message"] and problem["fix"]
