@@ -158,6 +158,9 @@ def create_containers(network, containers, image=IMAGE, wheelhouse=None):
     # site.yml's exporters play installs Debian's node exporter from this local apt repository
     # (scripts/apt-monitoring.sh), mounted like the molecule scenarios mount it.
     apt_monitoring = os.path.join(cache, "apt-monitoring")
+    # The KV fabric check's NIXL and CPU torch (scripts/setup.sh), mounted like the molecule
+    # scenarios and inventories/local expect them.
+    fabric_site = os.path.join(cache, "kv-fabric-site")
     for name in containers:
         run(["podman", "rm", "-f", "-t", "0", name], check=False)
         run(["podman", "run", "-d", "--name", name, "--hostname", name, "--network", network,
@@ -166,7 +169,8 @@ def create_containers(network, containers, image=IMAGE, wheelhouse=None):
              "--ulimit", "nofile=%s:%s" % (nofile, nofile), "--ulimit", "nproc=32768:32768",
              "--label", "pdserve.stand=%s" % network,
              "-v", "%s:/opt/pdserve/wheelhouse:ro" % wheelhouse,
-             "-v", "%s:/opt/pdserve/apt-monitoring:ro" % apt_monitoring, image, "/sbin/init"])
+             "-v", "%s:/opt/pdserve/apt-monitoring:ro" % apt_monitoring,
+             "-v", "%s:/opt/pdserve/kv-fabric-site:ro" % fabric_site, image, "/sbin/init"])
     for name in containers:
         run(["podman", "exec", name, "systemctl", "is-system-running", "--wait"], check=False, timeout=120)
 
