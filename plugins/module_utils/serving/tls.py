@@ -15,12 +15,22 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 
-try:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-    HAS_CRYPTOGRAPHY = True
-except ImportError:  # pragma: no cover - ansible-core depends on it
-    HAS_CRYPTOGRAPHY = False
+
+def _cryptography():
+    """(x509, serialization) from the library cryptography, or None where it is missing. Imported when a certificate
+    is read, not with this file: every task that renders a router filter imports this file afresh (Ansible forks a
+    worker per task), and cryptography's import alone cost tens of milliseconds each time."""
+    try:
+        from cryptography import x509  # pylint: disable=import-outside-toplevel
+        from cryptography.hazmat.primitives import serialization  # pylint: disable=import-outside-toplevel
+    except ImportError:  # pragma: no cover - ansible-core depends on it
+        return None
+    return x509, serialization
+
+
+def has_cryptography() -> bool:
+    """Whether the controller's Python has the library cryptography."""
+    return _cryptography() is not None
 
 # What the operator sets for sglang_router_tls provided: the certificate (chain), its key, the CA clients verify with.
 PROVIDED = (("cert", "sglang_router_tls_cert_src"), ("key", "sglang_router_tls_key_src"),
@@ -89,6 +99,7 @@ def _read(host, variable, path, kind, problems):
 
 
 def _san_covers(cert, name) -> bool:
+    x509 = _cryptography()[0]
     try:
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
@@ -107,8 +118,10 @@ def provided_problems(host: str, files: Dict[str, Any], router: Optional[Dict[st
     data = {}
     for kind, variable in PROVIDED:
         data[kind] = _read(host, variable, (files or {}).get(kind), kind, problems)
-    if problems or not HAS_CRYPTOGRAPHY:
+    crypto = _cryptography()
+    if problems or crypto is None:
         return problems
+    x509, serialization = crypto
     try:
         cert = x509.load_pem_x509_certificate(data["cert"])
     except ValueError:
@@ -170,7 +183,7 @@ def router_tls_problems(host: str, router: Optional[Dict[str, Any]], files: Dict
     problems = name_problems(host, extra_names)
     if router["tls"] == "stack_ca":
         missing = [what for what, there in (("the community.crypto collection", has_crypto_collection),
-                                            ("the Python library cryptography", HAS_CRYPTOGRAPHY)) if not there]
+                                            ("the Python library cryptography", has_cryptography())) if not there]
         if missing:
             problems.append(problem(host, "sglang_router_tls", "is stack_ca, but the controller lacks %s (needed to "
                                     "make the CA)" % " and ".join(missing),
