@@ -173,7 +173,7 @@ def unit_problems(settings, host, role):
     return _unit_problems(host, role, settings)
 
 
-def instance_env_files(names, config_dir="/etc/sglang"):
+def instance_env_files(names, config_dir):
     """[{name, env_file}] of instance names, for pdserve.sglang.venv_state."""
     return venv_state.instance_env_files(names, config_dir)
 

@@ -73,9 +73,10 @@ options:
         type: bool
         default: true
       home:
-        description: The service user's home, where kernel caches and logs grow.
+        description:
+          - The service user's home, where kernel caches and logs grow (the role passes C(sglang_service_home)).
+          - Required where O(server.min_free_gb) is not V(0).
         type: path
-        default: /var/lib/sglang
       min_free_gb:
         description: Free GiB wanted on the filesystem of O(server.home); V(0) skips the check.
         type: float
@@ -276,7 +277,7 @@ def argument_spec():
             numa_binding=dict(type="str", default="numactl"),
             numactl_path=dict(type="path", default="/usr/bin/numactl"),
             no_new_privileges=dict(type="bool", default=True),
-            home=dict(type="path", default="/var/lib/sglang"),
+            home=dict(type="path"),
             min_free_gb=dict(type="float", default=0),
         )),
         server_settings=dict(type="dict"),
@@ -380,6 +381,8 @@ def run_module():
         observed["paths"] = [dict(item, exists=os.path.exists(item["path"])) for item in params["paths"]]
         observed["numactl"] = os.access(server["numactl_path"], os.X_OK)
         observed["nvidia_uvm"] = os.path.exists("/dev/nvidia-uvm")
+        if server["min_free_gb"] and not server["home"]:
+            module.fail_json(msg="serving_preflight: server.min_free_gb needs server.home, the directory to measure")
         observed["home_free_gb"] = host_observe.free_gib(server["home"]) if server["min_free_gb"] else None
 
     server = dict(params["server"], own_uids=host_observe.uids_of(params["users"]))

@@ -52,10 +52,9 @@ options:
   router_implementation:
     description:
       - With O(parser=router), the router package whose parser checks the lines - V(sglang-router) (C(sglang_router))
-        or V(smg).
+        or V(smg). Required with O(parser=router) (the router role passes C(sglang_router_implementation)).
     type: str
     choices: [sglang-router, smg]
-    default: sglang-router
     version_added: 0.4.0
   command_lines:
     description:
@@ -331,7 +330,7 @@ def main():
         argument_spec=dict(
             python=dict(type="path", required=True),
             parser=dict(type="str", choices=["server", "router"], default="server"),
-            router_implementation=dict(type="str", choices=sorted(ROUTER_IMPLEMENTATIONS), default="sglang-router"),
+            router_implementation=dict(type="str", choices=sorted(ROUTER_IMPLEMENTATIONS)),
             command_lines=dict(
                 type="list",
                 elements="dict",
@@ -345,6 +344,7 @@ def main():
             pythonpath=dict(type="list", elements="path", default=[]),
             timeout=dict(type="int", default=300),
         ),
+        required_if=[("parser", "router", ["router_implementation"])],
         supports_check_mode=True,
     )
     python = module.params["python"]
@@ -359,7 +359,7 @@ def main():
     implementation = module.params["router_implementation"]
     request = json.dumps({"command_lines": command_lines, "pythonpath": module.params["pythonpath"],
                           "parser": module.params["parser"], "router_distribution": implementation,
-                          "router_package": ROUTER_IMPLEMENTATIONS[implementation]})
+                          "router_package": ROUTER_IMPLEMENTATIONS.get(implementation)})
     environ = dict((k, to_text(v)) for k, v in module.params["environment"].items())
     args = [python, "-I", "-c", CHECKER]
     timeout = module.params["timeout"]

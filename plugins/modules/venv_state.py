@@ -77,7 +77,7 @@ options:
     description:
       - Where the units are; a venv one of them names is never prunable.
     type: path
-    default: /etc/systemd/system
+    required: true
   cache_root:
     description:
       - The model servers' compile cache root (C(sglang_cache_root)); its trees of the RV(prunable) venvs are returned as
@@ -218,7 +218,7 @@ def main():
             must_exist=dict(type='bool', default=False),
             record_created=dict(type='path'),
             min_free_gb=dict(type='float', default=0),
-            unit_dir=dict(type='path', default='/etc/systemd/system'),
+            unit_dir=dict(type='path', required=True),
             cache_root=dict(type='path'),
             package=dict(type='str', default='sglang'),
             fail_on_problems=dict(type='bool', default=True),

@@ -242,7 +242,7 @@ def release_label(source: str, version: Any, git_version: Optional[str] = None) 
     return str(version)
 
 
-def instance_env_files(names: Optional[Iterable[str]], config_dir: str = '/etc/sglang') -> List[Dict[str, str]]:
+def instance_env_files(names: Optional[Iterable[str]], config_dir: str) -> List[Dict[str, str]]:
     """``[{name, env_file}]`` for venv_state's instances (the roles write ``<config_dir>/<name>.env``)."""
     return [{'name': name, 'env_file': '%s/%s.env' % (str(config_dir).rstrip('/'), name)} for name in names or []]
 

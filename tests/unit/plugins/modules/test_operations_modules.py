@@ -157,9 +157,9 @@ def test_venv_state_lists_problems(module_runner, tmp_path):
 def test_venv_state_records_a_created_venv_and_refuses_a_gone_previous(module_runner, tmp_path):
     root = tmp_path / 'venvs'
     new = str(root / 'sglang-9')
-    result, failed = module_runner(venv_state.main, {'venv_root': str(root), 'record_created': new}, check_mode=True)
+    result, failed = module_runner(venv_state.main, {'venv_root': str(root), 'unit_dir': str(tmp_path), 'record_created': new}, check_mode=True)
     assert not failed and result['changed'] and not root.exists()
-    result, failed = module_runner(venv_state.main, {'venv_root': str(root), 'record_created': new})
+    result, failed = module_runner(venv_state.main, {'venv_root': str(root), 'unit_dir': str(tmp_path), 'record_created': new})
     assert not failed and result['changed'] and result['recorded'] and (root / '.pdserve-venvs.json').is_file()
     env = tmp_path / 'decode-0.env'
     env.write_text('PDSERVE_VENV="/opt/sglang/venv"\n')

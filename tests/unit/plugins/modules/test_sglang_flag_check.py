@@ -170,7 +170,7 @@ def _router_argv(**settings):
 
 
 def test_router_parser_accepts_every_flag_the_collection_renders(run):
-    result, failed = run({"python": sys.executable, "parser": "router",
+    result, failed = run({"python": sys.executable, "parser": "router", "router_implementation": "sglang-router",
                           "command_lines": lines(("router", _router_argv()),
                                                  ("switches", _router_argv(disable_circuit_breaker=True,
                                                                            disable_retries=True)))})
@@ -180,7 +180,7 @@ def test_router_parser_accepts_every_flag_the_collection_renders(run):
 
 
 def test_router_parser_rejects_a_bad_policy_with_a_suggestion(run):
-    result, failed = run({"python": sys.executable, "parser": "router",
+    result, failed = run({"python": sys.executable, "parser": "router", "router_implementation": "sglang-router",
                           "command_lines": lines(("router", _router_argv(policy="cache-aware")))})
     assert failed
     entry = result["results"][0]
@@ -189,7 +189,7 @@ def test_router_parser_rejects_a_bad_policy_with_a_suggestion(run):
 
 
 def test_router_parser_rejects_an_unknown_extra_flag(run):
-    result, failed = run({"python": sys.executable, "parser": "router",
+    result, failed = run({"python": sys.executable, "parser": "router", "router_implementation": "sglang-router",
                           "command_lines": lines(("router", _router_argv(extra_args=["--health-check-intervall", "5"])))})
     assert failed
     assert result["results"][0]["suggestion"] == "--health-check-interval-secs", result["results"][0]
@@ -222,6 +222,14 @@ def test_each_implementation_judges_by_its_own_parser(run):
     argv = _router_argv(extra_args=["--worker-overload-protection"])
     smg, smg_failed = run({"python": sys.executable, "parser": "router", "router_implementation": "smg",
                            "command_lines": lines(("router", argv))})
-    old, old_failed = run({"python": sys.executable, "parser": "router", "command_lines": lines(("router", argv))})
+    old, old_failed = run({"python": sys.executable, "parser": "router", "router_implementation": "sglang-router",
+                           "command_lines": lines(("router", argv))})
     assert not smg_failed, smg
     assert old_failed and old["results"][0]["flag"] == "--worker-overload-protection", old
+
+
+def test_router_parser_needs_the_implementation_named(run):
+    # The router role says which router it runs; the module has no default of its own to drift from the role's.
+    result, failed = run({"python": sys.executable, "parser": "router", "command_lines": lines(("router", _router_argv()))})
+    assert failed
+    assert "router_implementation" in result["msg"], result
