@@ -56,4 +56,4 @@ def module_client(module: Any, timeout: Optional[float] = None) -> HttpClient:
     try:
         return client_from_params(module.params, timeout=timeout)
     except CaFileError as exc:
-        module.fail_json(msg=str(exc))
+        return module.fail_json(msg=str(exc))  # never returns (exits the module)

@@ -21,7 +21,7 @@ import json
 import socket
 import ssl
 import time
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from http.client import HTTPException
 from urllib.error import HTTPError, URLError
@@ -225,7 +225,7 @@ class HttpClient(object):
         result.status = resp.status
         result.headers = dict((k.lower(), v) for k, v in resp.headers.items())
         try:
-            data_lines = []
+            data_lines: List[str] = []
             while True:
                 raw = resp.readline()
                 if not raw:

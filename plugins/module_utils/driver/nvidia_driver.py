@@ -14,7 +14,7 @@ and is listed in ``not_checkable`` with the reason; reading never fails for that
 
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, cast
 
 NVIDIA_VENDOR_ID = "0x10de"
 # PCI classes (first four hex digits of the class file): VGA and 3D controllers are GPUs (an H200
@@ -167,7 +167,8 @@ def installed_driver(packages: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     found.sort()
     best = found[0]
     flavors = [item[4] for item in found if item[1] == "module" and item[4]]
-    versions = sorted(set(item[3] for item in found if item[3]), key=version_key)
+    # upstream_version() only returns dotted numbers, so version_key() is never None here.
+    versions = sorted(set(item[3] for item in found if item[3]), key=lambda v: cast(Tuple[int, ...], version_key(v)))
     return {"version": best[3], "package": best[2], "flavor": flavors[0] if flavors else None, "versions": versions}
 
 

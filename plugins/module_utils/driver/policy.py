@@ -15,12 +15,13 @@ The state dicts are what ``nvidia_driver.DriverStateReader.gather()`` returns.
 """
 
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.driver.nvidia_driver import version_key
 
 # distribution (ansible_distribution, ansible_distribution_version) -> NVIDIA repository name.
-SUPPORTED_DISTROS = {
+# (The distribution may be None: a lookup then finds nothing.)
+SUPPORTED_DISTROS: Dict[Tuple[Optional[str], str], str] = {
     ("Ubuntu", "24.04"): "ubuntu2404",
     ("Ubuntu", "22.04"): "ubuntu2204",
     ("Debian", "12"): "debian12",

@@ -33,7 +33,7 @@ sorted, so a rerun writes the same file.
 
 import ipaddress
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.monitoring.targets import exporter_bind
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
@@ -46,7 +46,7 @@ ADDRESSES_VARIABLE = "sglang_firewall_host_addresses"
 VRRP = "vrrp"
 _VRRP_PROTOCOL = 112
 SWITCH = "sglang_firewall_enabled"
-DEFAULTS = {
+DEFAULTS: Dict[str, Any] = {
     "prometheus_hosts": [],
     "gpu_hosts": [],
     "node_exporter_port": None,
@@ -171,12 +171,14 @@ def host_ruleset(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[
     problems = []
     unusable = {}  # type: Dict[str, Dict[str, Any]]
     rules = []
-    groups = sorted(_merge(_rows(topology, host, settings)).items())
+    # (port, merged): the TCP ports, then VRRP (a str).
+    groups: List[Tuple[Union[int, str], Dict[str, Any]]] = sorted(_merge(_rows(topology, host, settings)).items())
     vrrp = _vrrp_peers(topology, host)
     if vrrp is not None:
         groups.append((VRRP, vrrp))
     for port, merged in groups:
-        v4, v6 = set(), set()
+        v4: Set[Any] = set()
+        v6: Set[Any] = set()
         for peer in sorted(merged["peers"]):
             # Traffic from this host itself arrives on lo.
             if peer == host:

@@ -12,7 +12,7 @@ captures. ``GpuDiscovery`` is the only part that does I/O: it runs nvidia-smi th
 import csv
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 # nvidia-smi's XML is produced locally by the NVIDIA driver on the managed host and read back by
 # this module on that same host: it is trusted input, not data from the network. The stdlib
@@ -92,7 +92,7 @@ def _clean(value):
     return value
 
 
-def parse_query_gpu_csv(text: Optional[str], fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+def parse_query_gpu_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """Parse ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`` output.
 
     With ``fields`` None the first line is taken as the header (``--format=csv``), units in it
@@ -150,7 +150,7 @@ def sm_name(major: int, minor: int) -> str:
     return "sm_%d%d" % (major, minor)
 
 
-def pci_sysfs_address(bus_id: str) -> str:
+def pci_sysfs_address(bus_id: Optional[str]) -> str:
     """nvidia-smi's PCI bus id -> the name of its directory under /sys/bus/pci/devices.
 
     ``00000000:00:06.0`` -> ``0000:00:06.0``; ``00000000:9A:00.0`` -> ``0000:9a:00.0``.
@@ -181,7 +181,7 @@ def parse_cpulist(text: Optional[str]) -> List[int]:
     """A kernel CPU list (``0-3,8-11``, ``0-63,128-191``, ``5``, empty) -> sorted list of ints."""
     if text is None:
         return []
-    cpus = set()
+    cpus: Set[int] = set()
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
@@ -319,7 +319,7 @@ def build_gpu_facts(query_rows: List[Dict[str, Any]], xml_info: Optional[Dict[st
 
 def read_numa_nodes(sysfs: "SysfsReader") -> List[Dict[str, Any]]:
     """NUMA nodes from ``/sys/devices/system/node/node*/cpulist``: ``[{id, cpulist, cpus}]`` by id."""
-    nodes = []
+    nodes: List[Dict[str, Any]] = []
     for entry in sysfs.listdir("sys/devices/system/node"):
         match = _NODE_DIR_RE.match(entry)
         if not match:

@@ -31,7 +31,7 @@ def _hex_ipv6(text):
     return socket.inet_ntop(socket.AF_INET6, words)
 
 
-def parse_proc_net_tcp(text: Optional[str], ipv6: bool = False) -> List[Dict[str, Any]]:
+def parse_proc_net_tcp(text: str, ipv6: bool = False) -> List[Dict[str, Any]]:
     """Listening sockets of /proc/net/tcp or tcp6: [{address, port, uid, inode}]."""
     result = []
     for line in text.splitlines()[1:]:
@@ -64,7 +64,7 @@ def _read(path):
 
 def socket_owners(root: str = "/") -> Dict[str, List[str]]:
     """{socket inode: [pid, ...]} from /proc/*/fd (only what this user may read)."""
-    owners = {}
+    owners: Dict[str, List[str]] = {}
     proc = os.path.join(root, "proc")
     for pid in os.listdir(proc) if os.path.isdir(proc) else []:
         if not pid.isdigit():

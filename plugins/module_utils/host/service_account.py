@@ -17,7 +17,7 @@ import stat
 from typing import Any, Dict, List, Optional, Tuple
 
 # The wanted account's keys and their defaults where the caller may leave them out.
-ACCOUNT_DEFAULTS = {"shell": "/usr/sbin/nologin", "extra_groups": [], "config_dir": None, "config_mode": "0750"}
+ACCOUNT_DEFAULTS: Dict[str, Any] = {"shell": "/usr/sbin/nologin", "extra_groups": [], "config_dir": None, "config_mode": "0750"}
 
 
 def _name(lookup, ident: int, attr: str) -> str:

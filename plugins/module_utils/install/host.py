@@ -56,9 +56,9 @@ LIBUCP_GLOBS = ("/usr/lib/*/libucp.so*", "/usr/lib/libucp.so*", "/usr/local/lib/
 _UCX_VERSION_RES = (re.compile(r"Library version:\s*(\S+)"), re.compile(r"UCX version[ =:]*(\S+)"))
 
 
-def python_info(run: Callable[..., Any], python: str) -> Tuple[Dict[str, Any], str, str]:
+def python_info(run: Callable[..., Any], python: str) -> Tuple[Dict[str, Any], Dict[str, str], str]:
     """The interpreter's version, whether it has the venv module, and the C library it runs on."""
-    info = {"path": python, "found": False, "version": "", "full_version": "", "venv": False, "error": ""}
+    info: Dict[str, Any] = {"path": python, "found": False, "version": "", "full_version": "", "venv": False, "error": ""}
     libc = {"name": "", "version": ""}
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         info["error"] = "%s does not exist or is not executable" % python

@@ -12,7 +12,7 @@ nothing about what is installed.
 
 import posixpath
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.install import lock as pip_lock
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, report, unique
@@ -67,14 +67,14 @@ def profile(settings, name, router_venv, router_version, router_smg_version=""):
     return s
 
 
-def nixl_mode(nixl_source: str, ucx_present: bool) -> str:
+def nixl_mode(nixl_source: Optional[str], ucx_present: bool) -> Optional[str]:
     """pypi, source or none: ``auto`` builds against a system UCX when there is one (its bundled UCX would clash)."""
     if nixl_source == "auto":
         return "source" if ucx_present else "pypi"
     return nixl_source
 
 
-def builds(settings: Dict[str, Any], mode: str) -> List[Dict[str, Any]]:
+def builds(settings: Dict[str, Any], mode: Optional[str]) -> List[Dict[str, Any]]:
     """The kernel builds to consider: the inventory's items (mappings only) and NIXL's when built from source."""
     items = settings.get("kernel_builds")
     items = [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
@@ -414,7 +414,7 @@ def venv_probe(venv: str) -> str:
     return str(venv).rstrip("/") + "/lib"
 
 
-def warnings(host: str, s: Dict[str, Any], facts: Dict[str, Any], mode: str) -> List[str]:
+def warnings(host: str, s: Dict[str, Any], facts: Dict[str, Any], mode: Optional[str]) -> List[str]:
     """What the preflight lets through but an operator should read."""
     found = []
     model_path = s.get("model_path")
@@ -471,7 +471,7 @@ def directories(s: Dict[str, Any], items: List[Dict[str, Any]]) -> List[Dict[str
         wanted.append(_entry_dir(s.get("src_dir"), build, build, "0755"))
     if s.get("model_source") == "hf":
         wanted.append(_entry_dir(s.get("model_path"), "root", "root", "0755"))
-    result = []
+    result: List[Dict[str, Any]] = []
     for entry in wanted:
         if entry["path"] and entry["path"] not in [e["path"] for e in result]:
             result.append(entry)
@@ -531,13 +531,14 @@ def unmet_requirements(requirements: List[str], installed: Dict[str, str]) -> Li
         if have is None:
             unmet.append(requirement)
             continue
+        assert match is not None  # have is None without a match
         want = match.group(2)
         if have != want and not ("+" not in want and have.split("+", 1)[0] == want):
             unmet.append(requirement)
     return unmet
 
 
-def pip_requirements(s: Dict[str, Any], mode: str) -> Dict[str, List[str]]:
+def pip_requirements(s: Dict[str, Any], mode: Optional[str]) -> Dict[str, List[str]]:
     """What the pip steps install (packages.yml): torch, SGLang from PyPI, then the router, the pip NIXL and the extra
     packages in one step; ``all`` is every one of them."""
     extras = [str(e) for e in s.get("extras") or []]
@@ -550,12 +551,12 @@ def pip_requirements(s: Dict[str, Any], mode: str) -> Dict[str, List[str]]:
     return {"torch": torch, "sglang": sglang, "packages": packages, "all": torch + sglang + packages}
 
 
-def lock_plan(host: str, s: Dict[str, Any], mode: str, wanted: List[str]) -> Dict[str, Any]:
+def lock_plan(host: str, s: Dict[str, Any], mode: Optional[str], wanted: List[str]) -> Dict[str, Any]:
     """The lock this venv installs from (``s["pip_lock_found"]``: what the filter found on the controller, see
     plugins/filter/install.py) and its problems: ``{mode, path, requirements, problems}``."""
     found = s.get("pip_lock_found") or {}
-    result = {"mode": found.get("mode") or pip_lock.WITHOUT_HASHES, "path": found.get("path") or "", "requirements": [],
-              "problems": []}
+    result: Dict[str, Any] = {"mode": found.get("mode") or pip_lock.WITHOUT_HASHES, "path": found.get("path") or "", "requirements": [],
+                              "problems": []}
     if result["mode"] == pip_lock.WITHOUT_HASHES:
         return result
     label = "(%s)" % (found.get("path") or s.get("pip_lock"))

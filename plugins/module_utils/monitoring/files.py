@@ -4,6 +4,8 @@
 handlers it notifies. The role lays the files out ({path, content, owner, group, mode, kind}); every file of one
 entry point is then planned, checked and written in one pdserve.sglang.managed_files call each."""
 
+from typing import List
+
 from ansible_collections.pdserve.sglang.plugins.module_utils.secrets import nested_secret_values
 
 # kind: (the handlers a change notifies, the command that must accept the new text, %s being its path)
@@ -71,7 +73,7 @@ def secret_values(values: list) -> list:
     (authentication settings ``{password}``, ``{basic_auth: {password}}``, Alertmanager's configuration with its
     receivers, extra scrape configurations) every value under a secret-looking key or URL that carries a token
     (plugins/module_utils/secrets.py)."""
-    found = []
+    found: List[str] = []
     for value in values or []:
         if isinstance(value, (dict, list, tuple)):
             found.extend(v for v in nested_secret_values(value) if v not in found)

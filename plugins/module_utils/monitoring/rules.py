@@ -11,7 +11,7 @@ runbook page shipped in the collection (docs/runbook.md, one section per alert).
 """
 
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 # name -> (default, what it is); the role's variable is monitoring_alert_<name>.
 THRESHOLDS = {
@@ -360,7 +360,7 @@ def rule_files(params: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 
 def alert_names(params: Dict[str, Any]) -> List[str]:
     """Every alert name (sorted, unique)."""
-    names = set()
+    names: Set[str] = set()
     for dummy, group in rule_groups(params):
         names.update(rule["alert"] for rule in group["rules"] if "alert" in rule)
     return sorted(names)

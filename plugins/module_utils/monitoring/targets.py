@@ -10,7 +10,7 @@ topology of ``pdserve.sglang.serving_topology`` and the monitoring settings. A l
 scrape is reported as problems ``{host, variable, message, fix}``, each naming the variable to change.
 """
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import (
@@ -200,7 +200,7 @@ def scrape_configs(found: List[Dict[str, Any]], settings: Optional[Dict[str, Any
         mine = [t for t in found if t["job"] == job]
         if not mine:
             continue
-        config = {"job_name": job}
+        config: Dict[str, Any] = {"job_name": job}
         auth = {"node": settings["node_exporter"].get("scrape_auth"),
                 "gpu": settings["gpu_exporter"].get("scrape_auth"),
                 "prometheus": settings["prometheus"].get("scrape_auth")}.get(job) or {}
@@ -221,7 +221,7 @@ def port_problems(topology: Dict[str, Any], host: str,
     """Ports the monitoring services would take on ``host`` that serving units (or each other) already use."""
     settings = _settings(settings)
     entry = (topology.get("hosts") or {}).get(host) or {}
-    used = {}
+    used: Dict[Any, str] = {}
     for port, var in host_ports((entry.get("prefill") or []) + (entry.get("decode") or []), entry.get("router")):
         used.setdefault(port, var)
     wanted = []
@@ -279,7 +279,7 @@ def expected_gpu_counts(topology: Dict[str, Any], settings: Optional[Dict[str, A
             out[host] = declared[host]
             continue
         entry = (topology.get("hosts") or {}).get(host) or {}
-        used = set()
+        used: Set[int] = set()
         for inst in (entry.get("prefill") or []) + (entry.get("decode") or []):
             used.update(g for g in inst.get("gpus") or [] if is_int(g))
         out[host] = len(used) or None
@@ -293,9 +293,9 @@ def prometheus_config(topology: Dict[str, Any], monitoring_host: str,
     prom = settings["prometheus"]
     found, problems = targets(topology, monitoring_host, settings)
     interval = int(prom.get("scrape_interval", 15))
-    glob = {"scrape_interval": "%ds" % interval,
-            "scrape_timeout": "%ds" % min(int(prom.get("scrape_timeout", 10)), interval),
-            "evaluation_interval": "%ds" % int(prom.get("evaluation_interval", 15))}
+    glob: Dict[str, Any] = {"scrape_interval": "%ds" % interval,
+                            "scrape_timeout": "%ds" % min(int(prom.get("scrape_timeout", 10)), interval),
+                            "evaluation_interval": "%ds" % int(prom.get("evaluation_interval", 15))}
     if prom.get("external_labels"):
         glob["external_labels"] = dict(prom["external_labels"])
     config = {"global": glob, "rule_files": ["%s/*.yml" % str(prom.get("rules_dir", "/etc/prometheus/rules")).rstrip("/")]}

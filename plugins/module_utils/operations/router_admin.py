@@ -82,7 +82,7 @@ def mismatch(worker: Dict[str, Any], worker_type: str, bootstrap_port: Optional[
     return None
 
 
-def removal_problem(listing: Any, url: str, worker_type: str) -> Optional[str]:
+def removal_problem(listing: Any, url: str, worker_type: Optional[str]) -> Optional[str]:
     """None when the router keeps another healthy worker of ``worker_type`` without ``url``; else why not.
 
     Removing the last healthy prefill or decode worker turns every request into a 503 ("No available decode
@@ -105,7 +105,7 @@ def add_payload(url: str, worker_type: str, bootstrap_port: Optional[int] = None
     """The POST /workers body: always the type, the bootstrap port of a prefill, the key when there is one."""
     if worker_type not in WORKER_TYPES:
         raise ValueError('worker_type must be one of %s, got %r' % (', '.join(WORKER_TYPES), worker_type))
-    body = {'url': url, 'worker_type': worker_type}
+    body: Dict[str, Any] = {'url': url, 'worker_type': worker_type}
     if worker_type == 'prefill':
         if bootstrap_port is None:
             raise ValueError('a prefill worker needs its bootstrap_port (without it the router hangs its requests)')

@@ -45,8 +45,8 @@ def plan(topology: Dict[str, Any], host: str, addresses: Dict[str, Dict[str, Any
     connections). ``addresses``: firewall ``peer_addresses()`` of the router hosts."""
     shared = topology.get("router_address")
     routers = [r["inventory_host"] for r in topology.get("routers") or []]
-    result = {"problems": [], "shared": bool(shared), "peer": None, "peer_address": None, "listen": None, "nft": "",
-              "proxy_argv": [], "table": TABLE, "unit": UNIT}
+    result: Dict[str, Any] = {"problems": [], "shared": bool(shared), "peer": None, "peer_address": None, "listen": None, "nft": "",
+                              "proxy_argv": [], "table": TABLE, "unit": UNIT}
     if not shared:
         result["problems"].append(problem(host, "sglang_router_virtual_address", "is not set: the router on %s has no "
                                           "peer behind one address, so its restart refuses its clients' connections "

@@ -95,7 +95,7 @@ def record_created(root: str, venv: str, check_mode: bool = False) -> Dict[str, 
     """
     root = root.rstrip('/')
     venv = venv.rstrip('/')
-    out = {'changed': False, 'recorded': False, 'record': os.path.join(root, RECORD)}
+    out: Dict[str, Any] = {'changed': False, 'recorded': False, 'record': os.path.join(root, RECORD)}
     if os.path.realpath(os.path.dirname(venv)) != os.path.realpath(root):
         out['reason'] = '%s is not directly under %s: it is never pruned' % (venv, root)
         return out
@@ -130,7 +130,7 @@ def observe(instances: Iterable[Dict[str, Any]], venv_root: str, unit_dir: str =
         seen[inst['name']] = {'env_file': inst['env_file'], 'exists': text is not None,
                               'fingerprint': fingerprint(text) if text is not None else {}}
     recorded = read_record(root)
-    venvs = []
+    venvs: List[Dict[str, Any]] = []
     if os.path.isdir(root):
         for name in sorted(os.listdir(root)):
             path = os.path.join(root, name)
@@ -149,8 +149,8 @@ def observe(instances: Iterable[Dict[str, Any]], venv_root: str, unit_dir: str =
     for path in set([v['path'] for v in venvs] + [p for p in links.values() if p]
                     + [i['fingerprint'].get('venv') for i in seen.values() if i['fingerprint'].get('venv')]):
         versions[path] = installed_version(path, package)
-    out = {'instances': seen, 'venvs': venvs, 'referenced': sorted(referenced), 'links': links,
-           'free_gb': free_gb(root), 'root': root, 'versions': versions, 'recorded': recorded}
+    out: Dict[str, Any] = {'instances': seen, 'venvs': venvs, 'referenced': sorted(referenced), 'links': links,
+                           'free_gb': free_gb(root), 'root': root, 'versions': versions, 'recorded': recorded}
     if target:
         # A link (rollback.yml names <root>/previous) counts as the venv it points to.
         given = target.rstrip('/')

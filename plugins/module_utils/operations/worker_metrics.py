@@ -50,7 +50,7 @@ def canonical(name: str) -> str:
 
 def parse_samples(text: Optional[str]) -> Dict[str, float]:
     """{metric name: summed value over all label sets} of a Prometheus text exposition."""
-    sums = {}
+    sums: Dict[str, float] = {}
     for line in (text or '').splitlines():
         if not line or line.startswith('#'):
             continue

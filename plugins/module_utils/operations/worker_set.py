@@ -111,7 +111,7 @@ def reconcile(admin: RouterAdmin, wanted: List[Dict[str, Any]], client: HttpClie
     Returns {changed, registered, deregistered, drained, plan}. In check mode only the list is read; a router that
     does not answer (not started yet) has nothing to reconcile: it reads the worker set file when it starts.
     """
-    result = {'changed': False, 'registered': [], 'deregistered': [], 'drained': [], 'plan': []}
+    result: Dict[str, Any] = {'changed': False, 'registered': [], 'deregistered': [], 'drained': [], 'plan': []}
     if check_mode:
         try:
             listing = admin.listing()

@@ -73,7 +73,7 @@ KEY_PLACEHOLDER = "KEY-FROM-CREDENTIAL"
 
 def group_args(tokens: Optional[Iterable[Any]]) -> List[List[str]]:
     """Group a flat list of words into lines: a new line at each word starting with -."""
-    lines = []
+    lines: List[List[str]] = []
     for token in tokens or []:
         token = str(token)
         if token.startswith("-") or not lines:
@@ -97,7 +97,7 @@ def server_args(instance: Dict[str, Any], model: Dict[str, Any], numa_binding: s
     transfer_backend, context_length, extra_args (shared by every instance).
     """
     model = model or {}
-    lines = [["--model-path", model.get("model_path")]]
+    lines: List[List[Any]] = [["--model-path", model.get("model_path")]]
     if model.get("served_model_name"):
         lines.append(["--served-model-name", model["served_model_name"]])
     lines += [

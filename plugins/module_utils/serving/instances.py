@@ -10,7 +10,7 @@ variable to fix, so the preflight can list every mistake at once.
 
 import ipaddress
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import control_character, env_problems, problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import CACHE_VARIABLES
@@ -69,7 +69,7 @@ def unit_name(name: str) -> str:
     return "%s%s.service" % (UNIT_PREFIX, name)
 
 
-def instances_variable(mode: str) -> str:
+def instances_variable(mode: Optional[str]) -> str:
     return "sglang_%s_instances" % mode
 
 
@@ -186,7 +186,7 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
     Values of the wrong type are kept as given (and reported); entries that are not mappings are dropped.
     """
     variable = instances_variable(mode)
-    problems = []
+    problems: List[Dict[str, Any]] = []
     if raw_list is None:
         return [], problems
     if not isinstance(raw_list, (list, tuple)):
@@ -227,7 +227,7 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
         _check_fields(raw, var, inventory_host, problems)
         gpus = raw.get("gpus")
         gpus = list(gpus) if isinstance(gpus, (list, tuple)) else ([] if gpus is None else gpus)
-        inst = {
+        inst: Dict[str, Any] = {
             "name": name if isinstance(name, str) else str(name),
             "mode": mode,
             "host": raw.get("host") or server_host or "127.0.0.1",
@@ -294,7 +294,7 @@ def host_problems(inventory_host: str, instances: List[Dict[str, Any]], router: 
     Unique names, one GPU per instance, one port per purpose, no instance named like the router unit.
     """
     problems = []
-    names = {}
+    names: Dict[Any, Dict[str, Any]] = {}
     for inst in instances:
         name = inst.get("name")
         if name in names:
@@ -307,9 +307,9 @@ def host_problems(inventory_host: str, instances: List[Dict[str, Any]], router: 
             problems.append(problem(inventory_host, "%s.name" % instance_variable(inst),
                                     "is named 'router', which clashes with the router unit %s" % ROUTER_UNIT,
                                     "rename the instance"))
-    users = {}
+    users: Dict[Any, Dict[str, Any]] = {}
     for inst in instances:
-        gpus = inst.get("gpus") if isinstance(inst.get("gpus"), list) else []
+        gpus = cast(List[Any], inst.get("gpus")) if isinstance(inst.get("gpus"), list) else []
         # One problem per pair of instances (an instance over several nodes shares all its GPUs at once).
         shared = []
         for gpu in gpus:
@@ -350,7 +350,9 @@ def host_ports(instances: List[Dict[str, Any]], router: Optional[Dict[str, Any]]
 
 def attn_dp_ports(inst: Dict[str, Any], offsets: Tuple[int, ...] = ATTN_DP_USED) -> List[Tuple[int, int]]:
     """``[(port, offset)]`` of attention DP above an instance's dist-init port ([] without attention DP)."""
-    attn, base = inst.get("attn_dp_size"), inst.get("dist_init_port")
+    # As the inventory gave them (is_int judges them).
+    attn: Any = inst.get("attn_dp_size")
+    base: Any = inst.get("dist_init_port")
     if not (is_int(attn) and attn > 1 and is_int(base)):
         return []
     return [(base + offset, offset) for offset in offsets if base + offset <= 65535]

@@ -58,7 +58,7 @@ def address_of(host: str, addresses: Dict[str, Dict[str, Any]], version: int) ->
 
 def _interfaces(ip_addr: List[Dict[str, Any]]) -> Dict[str, List[Any]]:
     """{interface: [its networks]} from ``ip -j addr show``."""
-    found = {}
+    found: Dict[str, List[Any]] = {}
     for link in ip_addr or []:
         nets = found.setdefault(str(link.get("ifname")), [])
         for info in link.get("addr_info") or []:

@@ -101,7 +101,8 @@ def dp_problems(host: str, inst: Dict[str, Any], model_extra_args: Any = None,
                 model_variable: str = "sglang_model_extra_args") -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """``(problems, warnings)`` of data parallelism across nodes: SGLang 0.5.23 refuses ``--dp-size > 1`` with
     ``--nnodes > 1``; ``--dp-size N --enable-dp-attention`` still works but is deprecated for ``--attn-dp-size N``."""
-    problems, warnings = [], []
+    problems: List[Dict[str, Any]] = []
+    warnings: List[Dict[str, Any]] = []
     var = instance_variable(inst)
     sources = [("%s.dp_size" % var, inst.get("dp_size"), False)]
     own_size, own_attention = dp_words(inst.get("extra_args"))
@@ -148,7 +149,7 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]], gro
     """
     problems, warnings = [], []
     bad_ifnames = set()
-    spans = {}  # (mode, name) -> {node: instance}
+    spans: Dict[Tuple[str, str], Dict[str, Dict[str, Any]]] = {}  # (mode, name) -> {node: instance}
     for host, entry in hosts.items():
         for mode in MODES:
             for inst in entry.get(mode) or []:
@@ -196,7 +197,9 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]], gro
                                         "must share one declaration" % (ref_host, host, ", ".join(differ)),
                                         "declare %s once in group_vars, not per host" % name))
         nnodes = len(nodes)
-        tp, pp = ref.get("tp_size"), ref.get("pp_size") or 1
+        # As the inventory gave them (is_int judges them).
+        tp: Any = ref.get("tp_size")
+        pp: Any = ref.get("pp_size") or 1
         if is_int(tp) and is_int(pp):
             if (tp * pp) % nnodes:
                 problems.append(problem(ref_host, "%s.tp_size" % var, "tp_size x pp_size = %d x %d = %d is not divisible "
@@ -208,7 +211,7 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]], gro
                                         "nodes = %d x %d / %d = %d" % (len(ref["gpus"]), tp, pp, nnodes, tp * pp // nnodes),
                                         "give each node %d GPUs, or set tp_size to %d (len(gpus) x nodes / pp_size)"
                                         % (tp * pp // nnodes, len(ref["gpus"]) * nnodes // pp)))
-        attn = ref.get("attn_dp_size")
+        attn: Any = ref.get("attn_dp_size")
         if is_int(attn) and attn > 1 and is_int(tp) and tp % attn:
             problems.append(problem(ref_host, "%s.attn_dp_size" % var, "is %d, which does not divide tp_size %d"
                                     % (attn, tp), "choose a divisor of %d (attention DP splits the TP group)" % tp))
@@ -243,9 +246,9 @@ def resolve(hosts: Dict[str, Dict[str, Any]], members: Dict[str, List[str]], gro
                                         "address nor a host name (it becomes --dist-init-addr)" % (name, dist_host),
                                         "set sglang_server_host of %s to its private IP address" % nodes[0]))
                 dist_host = None
-        addresses = {}
+        addresses: Dict[str, Optional[str]] = {}
         for host, inst in by_node.items():
-            advertise = _reach(inst, hosts[host]["address"])
+            advertise: Optional[str] = _reach(inst, hosts[host]["address"])
             literal = ip_literal(advertise)
             if host == nodes[0] and rank0 is not None and dist_host is None:
                 advertise = None  # rank 0's address is wrong already (above)

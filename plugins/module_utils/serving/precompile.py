@@ -21,7 +21,7 @@ keys (which name the architecture) would leave them unused, not wrong, so a skip
 """
 
 import posixpath
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 LAUNCH_MODULE = "sglang.launch_server"
 COMPILE_MODULE = "sglang.compile_deep_gemm"
@@ -43,7 +43,7 @@ def compile_words(words: List[Any]) -> Optional[List[str]]:
     return None
 
 
-def precompile_entry(name: str, words: List[Any], properties: List[List[Any]], variables: List[List[Any]],
+def precompile_entry(name: str, words: List[Any], properties: List[Tuple[str, Any]], variables: List[Tuple[str, Any]],
                      cache_base: Optional[str], gpus: Optional[List[Any]] = None) -> Optional[Dict[str, Any]]:
     """What the precompile of one instance needs, or None where it cannot run (no per-instance cache directory, or a
     launch command that is not ``-m sglang.launch_server``).

@@ -12,7 +12,7 @@ unit runs and hold no secret.
 """
 
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 FINGERPRINT_PREFIX = 'PDSERVE_'
 _KEY = re.compile(r'^([A-Za-z][A-Za-z0-9_]*)=(.*)$')
@@ -136,7 +136,7 @@ def plan_line(host: str, entry: Dict[str, Any]) -> str:
 def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Entries of one host, merged by unit (and action: a worker change is not a restart) in first-seen order:
     reasons joined, planned only if all were."""
-    merged = {}
+    merged: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
     order = []
     for entry in entries:
         unit = entry.get('unit')

@@ -290,14 +290,14 @@ def build_topology(host_vars: Dict[str, Any], groups: Optional[Dict[str, List[st
     hosts = {}
     ifnames = {}
     problems = []
-    workers = {"prefill": [], "decode": []}
+    workers: Dict[str, List[Dict[str, Any]]] = {"prefill": [], "decode": []}
     declared = {"prefill": False, "decode": False}
-    routers = []
+    routers: List[Dict[str, Any]] = []
     for name in ordered:
         hv = host_vars.get(name) or {}
         address = str(hv.get("ansible_host") or name)
-        entry = {"address": address, "groups": [names[r] for r in ("prefill", "decode", "router") if name in members[r]],
-                 "prefill": [], "decode": [], "router": None}
+        entry: Dict[str, Any] = {"address": address, "groups": [names[r] for r in ("prefill", "decode", "router") if name in members[r]],
+                                 "prefill": [], "decode": [], "router": None}
         server_host = _get(hv, "sglang_server_host", defaults)
         # Read by the nodes of instances over several hosts only (serving/nodes.py).
         ifnames[name] = _get(hv, "sglang_server_net_ifname", defaults)

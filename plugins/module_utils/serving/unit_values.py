@@ -15,7 +15,7 @@ systemd accepts for each option.
 
 import difflib
 import re
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple, cast
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.caches import CACHE_VARIABLES, root_problem
 
@@ -259,13 +259,13 @@ def env_problems(env: Any) -> List[Tuple[str, str, str]]:
         elif not is_scalar(value) or value is None:
             found.append((name, "must be a single value, got %r" % (value,), "write the value as a string"))
         elif control_message(value):
-            found.append((name, control_message(value),
+            found.append((name, cast(str, control_message(value)),
                           "an environment file takes one line per variable: put the value on one line, "
                           "without tabs or other control characters"))
     return found
 
 
-def words_problems(words: Iterable[Any]) -> List[Tuple[int, str]]:
+def words_problems(words: Optional[Iterable[Any]]) -> List[Tuple[int, str]]:
     """``[(index, message)]`` for command-line words (flags, values, extra_args)."""
     found = []
     for index, word in enumerate(words or []):
@@ -337,7 +337,7 @@ def pd_env(settings: Dict[str, Any], mode: str) -> Dict[str, str]:
     found = {}
     for setting in PD_SETTINGS:
         if setting.mode == mode and settings.get(setting.key) is not None:
-            text = _pd_text(settings[setting.key], setting)
+            text = cast(str, _pd_text(settings[setting.key], setting))  # server_unit's _guard judged it: never None
             found[setting.env] = str(float(text)) if setting.fraction else str(int(text))
     return found
 
@@ -368,13 +368,13 @@ def settings_problems(settings: Dict[str, Any], prefix: str, names: Optional[Dic
         if why:
             found.append((var("numactl_path"), why, "the absolute path of numactl, e.g. /usr/bin/numactl"))
     for setting in PD_SETTINGS:
-        why = settings.get(setting.key) is not None and pd_setting_problem(settings[setting.key], setting)
+        why = pd_setting_problem(settings[setting.key], setting) if settings.get(setting.key) is not None else None
         if why:
             found.append((var(setting.key), why, setting.fix))
-    for key, setting in _UNIT_SETTINGS:
+    for key, unit_key in _UNIT_SETTINGS:
         if key not in settings:
             continue
-        why = setting_problem(setting, settings[key])
+        why = setting_problem(unit_key, settings[key])
         if why:
             found.append((var(key), why, "see the role's README for what %s takes" % var(key)))
     for option, message, fix in hardening_problems(settings.get("hardening") or {}):

@@ -209,7 +209,7 @@ def assemble_stream(events: List[Any], done: bool = False) -> Dict[str, Any]:
     """
     content = []
     reasoning = []
-    calls = {}
+    calls: Dict[int, Dict[str, Any]] = {}
     finish_reason = None
     errors = []
     chunks = 0
@@ -258,7 +258,7 @@ def assemble_stream(events: List[Any], done: bool = False) -> Dict[str, Any]:
 
 def message_from_response(body_json: Any) -> Dict[str, Any]:
     """Normalise a non-streaming chat.completion into the assembled-stream shape."""
-    choice = {}
+    choice: Dict[str, Any] = {}
     if isinstance(body_json, dict) and body_json.get('choices'):
         choice = body_json['choices'][0] or {}
     msg = choice.get('message') or {}
@@ -397,7 +397,7 @@ def check_tools(msg: Dict[str, Any], tools: Optional[List[Dict[str, Any]]] = Non
             return result(False, evidence, CAUSE_UNKNOWN_TOOL % name)
         args = call.get('arguments')
         if isinstance(args, dict):
-            parsed = args
+            parsed: Any = args
         else:
             try:
                 parsed = json.loads(args) if args is not None else None
@@ -439,7 +439,7 @@ def build_request(name: str, model: Optional[str], prompts: Optional[Dict[str, s
     stream = name.endswith('_stream')
     base = name[:-len('_stream')] if stream else name
     prompts = dict(DEFAULT_PROMPTS, **(prompts or {}))
-    body = {
+    body: Dict[str, Any] = {
         'model': model,
         'messages': [{'role': 'user', 'content': prompts[base]}],
         'max_tokens': max_tokens,

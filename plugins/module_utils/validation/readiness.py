@@ -146,7 +146,7 @@ class EndpointState(object):
 def expected_worker_list(workers: Any) -> List[Dict[str, Any]]:
     """[{url, worker_type, bootstrap_port, label}] of a router's expected workers ({'prefill': [...], 'decode': [...]});
     [] for none."""
-    out = []
+    out: List[Dict[str, Any]] = []
     if not isinstance(workers, dict):
         return out
     for kind in PD_MODES:
@@ -246,7 +246,8 @@ def hung_unit_problem(state: Optional[Dict[str, str]], proc_root: str = '/proc',
 
 
 def describe_unit_state(state: Optional[Dict[str, str]]) -> str:
-    return ' '.join('%s=%s' % (k, state[k]) for k in UNIT_PROPERTIES if k in (state or {}))
+    known = state or {}
+    return ' '.join('%s=%s' % (k, known[k]) for k in UNIT_PROPERTIES if k in known)
 
 
 class SystemdInspector(object):
@@ -437,7 +438,7 @@ def probe_router(client: HttpClient, state: "EndpointState", generate: bool, dea
     model = ep.model or state.details.get('model')
     if not model:
         models = client.get(join_url(ep.url, '/v1/models'), timeout=timeout)
-        listing = models.json() if models.status == 200 else None
+        listing: Any = models.json() if models.status == 200 else None  # None: TypeError below, caught
         try:
             model = listing['data'][0]['id']
             state.details['model'] = model
@@ -700,8 +701,8 @@ def failure_message(states: List["EndpointState"], outcome: str, timeout: float)
     waiting = []
     for s in states:
         if not s.ready:
-            parts = (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status, _startup_phase(s))
-            waiting.append('%s (%s%s): %s%s' % parts)
+            fields = (s.endpoint.name, s.endpoint.url, _own_timeout(s.endpoint), s.last_status, _startup_phase(s))
+            waiting.append('%s (%s%s): %s%s' % fields)
     return 'Not ready after %ss: %s' % (timeout, '; '.join(waiting))
 
 

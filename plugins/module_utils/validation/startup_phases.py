@@ -15,7 +15,7 @@ Journal lines are read as ``journalctl -o short-monotonic`` writes them, from th
 
 import math
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 _MONOTONIC = re.compile(r'^\[\s*(\d+(?:\.\d+)?)\]')
 _TIMINGS = re.compile(r'Engine startup timings \(s\): load_weight=([\d.]+), kv_cache_allocation=([\d.]+), '
@@ -60,13 +60,14 @@ def startup_report(start_usec: Any, lines: List[str]) -> Optional[Dict[str, Any]
     seen = lines_since_start(start_usec, lines)
     if seen is None:
         return None
-    phase, stamps = BEFORE, {}
+    phase = BEFORE
+    stamps: Dict[str, Tuple[float, str]] = {}
     for offset, text in seen:
         for marker, after in _MARKERS:
             if marker in text:
                 phase = after
                 stamps.setdefault(marker, (offset, text))
-    report = {'phase': phase, 'ready_s': None, 'phases': {}, 'kernels_compiled': None}
+    report: Dict[str, Any] = {'phase': phase, 'ready_s': None, 'phases': {}, 'kernels_compiled': None}
     for _offset, text in seen:
         match = _COMPILED.search(text)
         if match:
