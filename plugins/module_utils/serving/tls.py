@@ -32,6 +32,7 @@ def has_cryptography() -> bool:
     """Whether the controller's Python has the library cryptography."""
     return _cryptography() is not None
 
+
 # What the operator sets for sglang_router_tls provided: the certificate (chain), its key, the CA clients verify with.
 PROVIDED = (("cert", "sglang_router_tls_cert_src"), ("key", "sglang_router_tls_key_src"),
             ("ca", "sglang_router_tls_ca_src"))
