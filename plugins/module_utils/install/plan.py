@@ -527,11 +527,13 @@ def unmet_requirements(requirements: List[str], installed: Dict[str, str]) -> Li
     unmet = []
     for requirement in requirements or []:
         match = _PIN.fullmatch(str(requirement))
-        have = versions.get(_canonical(match.group(1))) if match else None
+        if match is None:
+            unmet.append(requirement)
+            continue
+        have = versions.get(_canonical(match.group(1)))
         if have is None:
             unmet.append(requirement)
             continue
-        assert match is not None  # have is None without a match
         want = match.group(2)
         if have != want and not ("+" not in want and have.split("+", 1)[0] == want):
             unmet.append(requirement)
