@@ -109,6 +109,14 @@ def two_by_two():
         router = stack.Router(prefill=[(p.url, p.bootstrap_port) for p in prefill], decode=[d.url for d in decode])
         procs.append(router)
         router.start().wait_healthy(60)
+        # Ready means one healthy worker of each type; the router registers the others in the background (a fresh
+        # clone's run once removed the "last" decode worker before the second was listed). Every test starts from all
+        # four listed healthy.
+        deadline = time.monotonic() + 60
+        while sorted((w["worker_type"], w["is_healthy"]) for w in (router.workers() or {}).get("workers", [])) != [
+                ("decode", True), ("decode", True), ("prefill", True), ("prefill", True)]:
+            assert time.monotonic() < deadline, "the router did not list all four workers healthy: %s" % router.workers()
+            time.sleep(0.1)
         yield {"prefill": prefill, "decode": decode, "router": router, "procs": procs}
     finally:
         for proc in procs:
