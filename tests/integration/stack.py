@@ -271,7 +271,7 @@ class Router(_Process):
                     "extra_args": ["--shutdown-grace-period-secs", "1"]}
         # Through the launcher (as the unit starts it) the workers come from a worker set file; without it, on the
         # command line the launcher would build.
-        if self.launcher_args and self.implementation != "sglang-router":
+        if self.launcher_args:
             self.launcher_args = ["--implementation", self.implementation] + self.launcher_args
         if self.launcher_args:
             self.workers_file = os.path.join(self.env["CREDENTIALS_DIRECTORY"], "workers.json")

@@ -65,6 +65,7 @@ ROUTER_SETTINGS = {
     "timeout_stop_sec": 30, "start_limit_interval_sec": 300, "start_limit_burst": 5, "limit_nofile": 65536,
     "hardening": {}, "api_key": "", "control_plane_api_key": "",
     "hf_hub_offline": True, "hf_endpoint": "", "env": {}, "policy": "cache_aware", "log_level": "info", "extra_args": [],
+    "implementation": "smg",
 }
 
 # One host "box" running a prefill, a decode and the router, with nothing but names, ports and the router's keys set

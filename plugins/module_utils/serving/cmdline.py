@@ -22,7 +22,6 @@ PARALLEL_FLAGS = (
 # The PD router implementations the launcher can start (sglang_router_implementation) -> their Python package, whose
 # launch_router module parses the same flags (parse_router_args) and whose router_args.RouterArgs the flag check uses.
 ROUTER_IMPLEMENTATIONS = {"sglang-router": "sglang_router", "smg": "smg"}
-DEFAULT_ROUTER_IMPLEMENTATION = "sglang-router"
 # Router settings -> flag, in the order they appear in the unit. None or "" leaves a flag out.
 ROUTER_FLAGS = (
     ("policy", "--policy"),

@@ -13,7 +13,6 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.cmdline import (
-    DEFAULT_ROUTER_IMPLEMENTATION,
     ROUTER_IMPLEMENTATIONS,
     credential_lines,
     router_args,
@@ -256,14 +255,13 @@ def router_unit(router: Dict[str, Any], workers: Dict[str, List[Dict[str, Any]]]
         item["path"] = "%s/%s" % (credentials_dir, item["name"])
     config_dir = str(settings["config_dir"]).rstrip("/")
     workers_file = "%s/workers.json" % config_dir
-    # The launcher's own options: the router implementation (sglang-router unless said), the credentials' names (never
-    # their values) and the worker set file; "--" ends them.
-    implementation = settings.get("implementation") or DEFAULT_ROUTER_IMPLEMENTATION
+    # The launcher's own options: the router implementation (always named: its default is sglang_defaults', not the
+    # launcher's), the credentials' names (never their values) and the worker set file; "--" ends them.
+    implementation = settings["implementation"]
     if implementation not in ROUTER_IMPLEMENTATIONS:
         _refuse("sglang-router.service", "sglang_router_implementation", "is %r, not one of %s"
                 % (implementation, ", ".join(ROUTER_IMPLEMENTATIONS)))
-    if implementation != DEFAULT_ROUTER_IMPLEMENTATION:
-        launch += ["--implementation", implementation]
+    launch += ["--implementation", implementation]
     launch += [word for item in credentials for word in (item["option"], item["name"])]
     launch += ["--workers-file", workers_file, "--"]
     lines = router_args(router, settings)

@@ -9,7 +9,7 @@ private copy under $CREDENTIALS_DIRECTORY. This launcher reads them and calls th
 (sglang_router.launch_router or smg.launch_router: parse_router_args, launch_router; both take the same flags) with
 the flags built in Python:
 
-    python pdserve_router_launch.py [--implementation sglang-router|smg] [--api-key-credential NAME] \
+    python pdserve_router_launch.py --implementation sglang-router|smg [--api-key-credential NAME] \
         [--control-plane-api-key-credential NAME] [--tls-cert-credential NAME --tls-key-credential NAME] \
         [--workers-file PATH] -- ROUTER FLAGS...
 
@@ -120,7 +120,7 @@ def parse(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
         own, router = [], argv
     parser = argparse.ArgumentParser(prog="pdserve_router_launch", allow_abbrev=False,
                                      description="the PD router with its keys from systemd credentials")
-    parser.add_argument("--implementation", choices=sorted(IMPLEMENTATIONS), default="sglang-router",
+    parser.add_argument("--implementation", choices=sorted(IMPLEMENTATIONS), required=True,
                         help="the router package to start: sglang-router (sglang_router) or smg")
     parser.add_argument("--api-key-credential", metavar="NAME", help="credential holding the client key (--api-key)")
     parser.add_argument("--control-plane-api-key-credential", metavar="NAME",

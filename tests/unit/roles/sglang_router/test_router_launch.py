@@ -24,8 +24,10 @@ def credentials(tmp_path):
 
 
 def run(argv, environ):
+    """The launcher started for sglang-router, as the unit names it (every unit names its implementation)."""
     launched = []
-    rc = L.main(argv, environ, launch=lambda args, implementation: launched.append(args))
+    rc = L.main(["--implementation", "sglang-router"] + argv, environ,
+                launch=lambda args, implementation: launched.append(args))
     return rc, launched
 
 
@@ -36,9 +38,14 @@ def test_keys_are_read_from_the_credentials_and_added_in_python(credentials):
                                  "--control-plane-api-keys", "pdserve:pdserve-operations:admin:admin-key-2"]]
 
 
-def test_without_options_the_flags_pass_unchanged(credentials):
-    assert run(FLAGS, {}) == (0, [FLAGS])
+def test_with_the_implementation_alone_the_flags_pass_unchanged(credentials):
     assert run(["--"] + FLAGS, {}) == (0, [FLAGS])
+
+
+def test_flags_without_the_launchers_options_are_refused():
+    """Without "--" every word is the router's, so the required --implementation is missing."""
+    with pytest.raises(SystemExit):
+        L.main(FLAGS, {}, launch=lambda *a: None)
 
 
 def test_the_built_arguments_are_what_the_router_parses(credentials):
@@ -202,10 +209,12 @@ def test_the_implementation_option_picks_the_package_and_is_not_a_router_flag(cr
                                       "--control-plane-api-keys", "pdserve:pdserve-operations:admin:admin-key-2"])]
 
 
-def test_without_the_option_the_launcher_starts_sglang_router(credentials):
+def test_without_the_option_the_launcher_refuses_to_guess(credentials):
+    """The default implementation is sglang_defaults' (every unit names it): the launcher keeps no copy of it."""
     calls = []
-    assert L.main(OPTIONS + ["--"] + FLAGS, credentials, launch=lambda argv, implementation: calls.append(implementation)) == 0
-    assert calls == ["sglang-router"]
+    with pytest.raises(SystemExit):
+        L.main(OPTIONS + ["--"] + FLAGS, credentials, launch=lambda argv, implementation: calls.append(implementation))
+    assert calls == []
 
 
 def test_launch_imports_the_chosen_package(monkeypatch):

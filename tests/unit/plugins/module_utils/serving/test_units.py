@@ -78,6 +78,7 @@ def router_settings(**overrides):
         "env": d["sglang_router_env"],
         "extra_args": d["sglang_router_extra_args"],
         "local_units": [],
+        "implementation": d["sglang_router_implementation"],
     }
     for key in ("policy", "prefill_policy", "decode_policy", "request_timeout_secs", "worker_startup_timeout_secs",
                 "worker_startup_check_interval", "health_check_interval_secs", "health_failure_threshold",
@@ -578,7 +579,9 @@ def blackwell_router(inventory):
     return topology["routers"][0], topology["workers"]
 
 
-LAUNCH_WORDS = len(ROUTER_LAUNCH.split())
+# The launch command and the implementation every router unit names first (sglang_defaults' default).
+LAUNCHER = ROUTER_LAUNCH.split() + ["--implementation", role_defaults("sglang_router")["sglang_router_implementation"]]
+LAUNCH_WORDS = len(LAUNCHER)
 CREDENTIALS = "/etc/sglang-router/credentials"
 
 
@@ -599,7 +602,7 @@ def test_router_unit_with_keys_passes_them_as_credentials_only(inventory):
     expansions = []
     words = exec_words(text, expansions)
     # The launcher's own options name the credentials, "--" ends them, then the router's flags; no key, no ${...}.
-    assert words == ROUTER_LAUNCH.split() + [
+    assert words == LAUNCHER + [
         "--api-key-credential", "router-api-key", "--control-plane-api-key-credential", "router-control-plane-api-key",
         "--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(lines)
     assert "--api-key" not in words and "--control-plane-api-keys" not in words
@@ -657,7 +660,7 @@ def test_router_unit_without_keys(inventory):
     unit = U.router_unit(router, workers, router_settings())
     expansions = []
     words = exec_words(unit["unit_text"], expansions)
-    assert words == ROUTER_LAUNCH.split() + ["--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(
+    assert words == LAUNCHER + ["--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(
         router_args(router, router_settings()))
     assert words[LAUNCH_WORDS + 3:] == [
         "--pd-disaggregation",
@@ -733,7 +736,7 @@ def test_router_unit_of_the_multinode_inventory(inventory):
     unit = U.router_unit(router, topology["workers"], settings)
     assert ("Description", "SGLang PD router on 0.0.0.0:30001") in sections(unit["unit_text"])["Unit"]
     words = exec_words(unit["unit_text"])
-    assert words == ROUTER_LAUNCH.split() + ["--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(unit["argv_lines"])
+    assert words == LAUNCHER + ["--workers-file", "/etc/sglang-router/workers.json", "--"] + argv(unit["argv_lines"])
     assert words[LAUNCH_WORDS + 3:LAUNCH_WORDS + 5] == ["--pd-disaggregation", "--host"]
     assert words[-3:] == ["--disable-retries", "--max-concurrent-requests", "64"]
     assert json.loads(unit["worker_set_file"]["content"])["prefill"] == [
@@ -939,10 +942,11 @@ def test_the_role_defaults_pass_the_judgement():
 def test_router_unit_behind_smg_names_it_to_the_launcher_and_in_the_fingerprint(inventory):
     router, workers = blackwell_router(inventory)
     default = U.router_unit(router, workers, router_settings(
-        fingerprint={"sglang_router": "0.3.2", "smg": "", "venv": "/opt/sglang/router-venv"}))
+        implementation="sglang-router", fingerprint={"sglang_router": "0.3.2", "smg": "", "venv": "/opt/sglang/router-venv"}))
     smg = U.router_unit(router, workers, router_settings(
         implementation="smg", fingerprint={"sglang_router": "", "smg": "1.13.0", "venv": "/opt/sglang/router-venv"}))
-    assert "--implementation" not in default["unit_text"]
+    # Always named: the launcher has no default of its own (sglang_defaults owns it).
+    assert '"--implementation" "sglang-router"' in default["unit_text"]
     exec_start = [line for line in smg["unit_text"].splitlines() if line.startswith("ExecStart=")][0]
     assert '"--implementation" "smg"' in exec_start and exec_start.index("--implementation") < exec_start.index('"--"')
     assert env_pairs(smg["env_text"])[:2] == [("PDSERVE_SMG", "1.13.0"), ("PDSERVE_VENV", "/opt/sglang/router-venv")]
