@@ -50,9 +50,11 @@ options:
     type: float
     default: 120
   interval:
-    description: Seconds between probes.
+    description:
+      - Seconds between probes. A server that just became ready is up at Prometheus' next scrape of it; a short
+        interval sees that scrape without adding up to a second of its own (five local API calls a probe).
     type: float
-    default: 1.0
+    default: 0.25
   username:
     description: Basic-auth user, when Prometheus' web config asks for one.
     type: str
@@ -159,7 +161,7 @@ def run_module():
         expected_targets=dict(type="list", elements="dict", default=[]),
         check_sglang_names=dict(type="bool", default=True),
         timeout=dict(type="float", default=120),
-        interval=dict(type="float", default=1.0),
+        interval=dict(type="float", default=0.25),
         username=dict(type="str"),
         password=dict(type="str", no_log=True),
         validate_certs=dict(type="bool", default=True),

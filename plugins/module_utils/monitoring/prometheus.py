@@ -129,7 +129,7 @@ class PrometheusCheck(object):
                     and not state["sglang_underscore_names"]
                     and (not state["expect_colon"] or state["sglang_colon_series"] > 0))
 
-    def wait(self, timeout: float, interval: float = 1.0) -> Dict[str, Any]:
+    def wait(self, timeout: float, interval: float = 0.25) -> Dict[str, Any]:
         start = self.clock()
         while True:
             state = self.once()
