@@ -26,7 +26,9 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology im
     GROUPS,
     build_topology,
     host_part,
+    local_host,
 )
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import url_host
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.units import (
     changed_units,
     env_quote,
@@ -198,7 +200,8 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
 
     A rank of an instance over several nodes carries ``rank`` and ``nnodes`` and is named with its rank: rank 0's
     wait is the instance's (its real API: it answers only once every rank joined), a rank > 0's confirms that rank's
-    unit is active and its dummy /health answers, and is never taken for the instance's readiness."""
+    unit is active and its dummy /health answers, and is never taken for the instance's readiness. A prefill rank 0 also
+    waits for its bootstrap server to count every prefill rank registered (``bootstrap_url``)."""
     entry, _problems = host_part(topology, inventory_host)
     out = []
     for mode in modes:
@@ -208,8 +211,12 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
             endpoint = {"url": inst["local_url"], "kind": "server", "unit": inst["unit"], "name": inst["unit"]}
             if (inst.get("nnodes") or 1) > 1:
                 rank = inst.get("node_rank") or 0
-                endpoint.update(rank=rank, nnodes=inst["nnodes"],
+                endpoint.update(rank=rank, nnodes=inst["nnodes"], nodes=list(inst.get("nodes") or []),
                                 name="%s (node rank %d of %d)" % (inst["unit"], rank, inst["nnodes"]))
+                if mode == "prefill" and rank == 0 and inst.get("bootstrap_port"):
+                    # Rank 0's bootstrap server (bound as its API is) counts the prefill ranks of every node.
+                    endpoint["bootstrap_url"] = "http://%s:%s" % (url_host(local_host(inst["host"])),
+                                                                  inst["bootstrap_port"])
             out.append(endpoint)
     return out
 

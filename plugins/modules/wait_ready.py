@@ -117,6 +117,23 @@ options:
         type: int
         default: 1
         version_added: 0.4.0
+      nodes:
+        description:
+          - Server only. The hosts of the instance over several nodes in rank order, to name those whose ranks did not
+            register (see O(endpoints[].bootstrap_url)).
+        type: list
+        elements: str
+        version_added: 0.4.0
+      bootstrap_url:
+        description:
+          - Server only, a prefill instance's rank 0. Its bootstrap server (C(http://host:bootstrap_port)), where every
+            prefill rank of every node registers. The endpoint is ready only when C(GET /route) for the prefill's
+            parallel info answers 200 (SGLang answers 503 "Prefill server not fully registered yet" until every rank
+            has), and fails, naming the other nodes, when the API is ready but C(/route) still answers 503 30 seconds
+            later (a rank tries to register for about 15 seconds and only logs its failure, while every PD request
+            would fail in decode).
+        type: str
+        version_added: 0.4.0
       workers:
         description:
           - Router only. The workers the router must serve, as the serving topology's C(router_workers) gives them,
@@ -348,6 +365,8 @@ def argument_spec():
                 expected_decode=dict(type='int', default=1),
                 rank=dict(type='int', default=0),
                 nnodes=dict(type='int', default=1),
+                nodes=dict(type='list', elements='str'),
+                bootstrap_url=dict(type='str'),
                 model=dict(type='str'),
                 timeout=dict(type='float'),
                 workers=dict(type='dict'),

@@ -191,3 +191,33 @@ def test_wait_ready_never_takes_a_rank_above_zero_for_the_instance(procs):
     assert wait(leader.url, rank=0, nnodes=2)[0] == "ready"
     outcome, state = wait(leader.url, rank=1, nnodes=2)
     assert outcome == "fatal" and "answers GET /model_info" in state.fatal
+
+
+def test_wait_ready_counts_every_prefill_rank_at_rank0s_bootstrap(procs, monkeypatch):
+    """wait_ready's probe of a prefill rank 0 with its bootstrap_url: ready once the other node's rank registered; a rank
+    that cannot reach the bootstrap (here: told another port, as a firewall would drop it) leaves rank 0 healthy but
+    /route 503, and the wait fails naming that node once the registration window (shortened here) passed."""
+    from ansible_collections.pdserve.sglang.plugins.module_utils.http_client import HttpClient
+    from ansible_collections.pdserve.sglang.plugins.module_utils.validation import readiness as rd
+
+    def wait(leader, boot):
+        endpoint = rd.Endpoint(leader.url, rank=0, nnodes=2, nodes=["node-a", "node-b"], name="prefill-0 (node rank 0)",
+                               bootstrap_url="http://127.0.0.1:%d" % boot)
+        states, outcome = rd.Waiter([endpoint], HttpClient(timeout=5), timeout=40, interval=0.1).run()
+        return outcome, states[0]
+
+    dist, boot = free_port(), free_port()
+    leader = rank("prefill", 0, 2, dist, bootstrap_port=boot, tp=2)
+    procs.extend([leader.start(), rank("prefill", 1, 2, dist, bootstrap_port=boot, tp=2).start()])
+    outcome, state = wait(leader, boot)
+    assert outcome == "ready", state.as_dict()
+    assert "bootstrap /route -> 200" in state.last_status
+
+    monkeypatch.setattr(rd, "REGISTRATION_WINDOW", 2.0)
+    dist, boot = free_port(), free_port()
+    leader = rank("prefill", 0, 2, dist, bootstrap_port=boot, tp=2)
+    procs.extend([leader.start(), rank("prefill", 1, 2, dist, bootstrap_port=free_port(), tp=2).start()])
+    leader.wait_healthy(30)
+    outcome, state = wait(leader, boot)
+    assert outcome == "fatal", state.as_dict()
+    assert "node-b" in state.fatal and "1 workers registered" in state.fatal

@@ -13,6 +13,9 @@ A server is ready when ``GET /health`` answers 200 and it can generate:
   with a fake bootstrap (``FAKE_BOOTSTRAP_HOST``, room 0) and answers 200 only when the
   engine produced it. The real end-to-end generation of a PD stack happens through the router.
 
+Rank 0 of a prefill instance over several nodes, given its ``bootstrap_url``, is ready only once its bootstrap server
+counts every prefill rank of every node (``GET /route`` 200).
+
 A router is ready when ``GET /workers`` lists at least the expected healthy prefill and decode
 workers and a real chat completion through it answers 200 with a choice. Told to ``register`` its expected
 ``workers``, the wait registers one that answers ``/health`` but is not listed yet (``POST /workers``): a router
@@ -62,8 +65,12 @@ class Endpoint(object):
 
     def __init__(self, url, kind='server', name=None, unit=None, pid=None,
                  expected_prefill=1, expected_decode=1, model=None, timeout=None, workers=None, register=False,
-                 rank=0, nnodes=1):
+                 rank=0, nnodes=1, bootstrap_url=None, nodes=None):
         self.url = url.rstrip('/')
+        # Server only: a prefill instance's bootstrap server (rank 0's), where every prefill rank of every node registers;
+        # the instance is ready when it answers GET /route (all registered). ``nodes``: its hosts in rank order, to name.
+        self.bootstrap_url = str(bootstrap_url).rstrip('/') if bootstrap_url else None
+        self.nodes = [str(node) for node in nodes or []]
         # Server only: an instance over several nodes (nnodes > 1) and the node rank this endpoint is. A rank > 0 serves
         # only SGLang's dummy health server (always 200): it is never the instance's readiness, only its rank's.
         self.rank = int(rank or 0)
@@ -90,7 +97,8 @@ class Endpoint(object):
                    expected_prefill=item.get('expected_prefill', 1) if item.get('expected_prefill') is not None else 1,
                    expected_decode=item.get('expected_decode', 1) if item.get('expected_decode') is not None else 1,
                    model=item.get('model'), timeout=item.get('timeout'), workers=item.get('workers'),
-                   register=bool(item.get('register')), rank=item.get('rank') or 0, nnodes=item.get('nnodes') or 1)
+                   register=bool(item.get('register')), rank=item.get('rank') or 0, nnodes=item.get('nnodes') or 1,
+                   bootstrap_url=item.get('bootstrap_url'), nodes=item.get('nodes'))
 
 
 class EndpointState(object):
@@ -112,6 +120,8 @@ class EndpointState(object):
         # Router only: {worker url: monotonic time its first unanswered /health was sent}, reset by any answer.
         self.silent_since = {}
         self.hang_timeout = DEFAULT_HANG_TIMEOUT
+        # Server with a bootstrap_url: monotonic time its API was first ready while GET /route still said 503.
+        self.route_pending_since = None
         # Whether this wait may register the endpoint's missing workers (not in check mode), and the URLs it did.
         self.register_missing = False
         self.registered = []
@@ -310,9 +320,56 @@ def _generation_failed(state, now, interval):
     state.next_generation_at = now + state.generation_backoff
 
 
+# SGLang 0.5.23's prefill info query (what decode asks first): 503 "Prefill server not fully registered yet (N workers
+# registered)" until every prefill rank of every node has registered (PUT /route), then 200.
+BOOTSTRAP_ROUTE_QUERY = '/route?prefill_dp_rank=-1&prefill_cp_rank=-1&target_tp_rank=-1&target_pp_rank=-1'
+# A prefill rank registers in its scheduler's start (5 tries over about 15 s, a failure only logged on that rank), before
+# rank 0 can answer /health: rank 0 serving while /route is still 503 this long after means a rank will never register.
+REGISTRATION_WINDOW = 30.0
+
+
 def probe_server(client: HttpClient, state: "EndpointState", generate: bool, deadline: float, interval: float,
                  clock: Callable[[], float] = time.monotonic) -> bool:
-    """One probe of a model server; True when ready."""
+    """One probe of a model server; True when ready: its API (below), and where it has a bootstrap_url, every prefill
+    rank registered there."""
+    if not _api_ready(client, state, generate, deadline, interval, clock):
+        return False
+    if not state.endpoint.bootstrap_url:
+        return True
+    return _bootstrap_ready(client, state, _remaining_timeout(client, deadline, clock()), clock)
+
+
+def _bootstrap_ready(client: HttpClient, state: "EndpointState", timeout: float,
+                     clock: Callable[[], float] = time.monotonic) -> bool:
+    """Rank 0 of a prefill instance serves: ready once its bootstrap server counts every prefill rank. A rank that
+    could not register (its SGLANG_HOST_IP, a firewall on the bootstrap port) leaves a healthy instance whose every PD
+    request fails in decode ("Could not fetch prefill parallel info"): named once the registration window passed."""
+    ep = state.endpoint
+    api_status = state.last_status
+    route = client.get(ep.bootstrap_url + BOOTSTRAP_ROUTE_QUERY, timeout=timeout)
+    state.details['bootstrap'] = route.summary(ep.bootstrap_url + '/route')
+    if route.status == 200:
+        state.route_pending_since = None
+        state.last_status = '%s; %s' % (api_status, route.summary('bootstrap /route'))
+        return True
+    now = clock()
+    if state.route_pending_since is None:
+        state.route_pending_since = now
+    state.last_status = '%s; %s (not every prefill rank registered yet)' % (api_status, route.summary('bootstrap /route'))
+    if route.status == 503 and now - state.route_pending_since >= REGISTRATION_WINDOW:
+        others = ', '.join(ep.nodes[1:]) or 'the other nodes'
+        state.fatal = ('%s answers, but its bootstrap server %s still says %s %.0f s later: a prefill rank on %s did not '
+                       'register there (SGLang tries for about 15 s and only logs the failure on that rank), so every '
+                       'PD request would fail in decode with "Could not fetch prefill parallel info"; check that %s '
+                       'reach %s (the firewall on the bootstrap port, SGLANG_HOST_IP) and their journals'
+                       % (ep.name, ep.bootstrap_url, excerpt(route.text, 120) or route.status,
+                          now - state.route_pending_since, others, others, ep.bootstrap_url))
+    return False
+
+
+def _api_ready(client: HttpClient, state: "EndpointState", generate: bool, deadline: float, interval: float,
+               clock: Callable[[], float] = time.monotonic) -> bool:
+    """A model server's own API: /health, what it is, and a generation (or a node rank > 0's dummy health)."""
     ep = state.endpoint
     timeout = _remaining_timeout(client, deadline, clock())
     if ep.nnodes > 1:

@@ -327,6 +327,11 @@ def test_wait_endpoints_of_an_instance_over_several_nodes_carry_the_rank(invento
         (0, 2, "sglang-prefill-0.service (node rank 0 of 2)")]
     assert [(e["rank"], e["nnodes"], e["name"], e["unit"]) for e in other] == [
         (1, 2, "sglang-prefill-0.service (node rank 1 of 2)", "sglang-prefill-0.service")]
+    # Rank 0 of the prefill waits for every prefill rank at its bootstrap server (bound as its API); nodes name them.
+    assert [(e.get("bootstrap_url"), e["nodes"]) for e in leader] == [("http://10.0.1.11:8998", ["gpu-p0", "gpu-p1"])]
+    assert "bootstrap_url" not in other[0]
+    decode = F.wait_endpoints(topology, "gpu-d0", ["decode"])
+    assert decode and all("bootstrap_url" not in e for e in decode)
 
 
 def test_wait_endpoints_reach_wildcard_binds_over_loopback_and_skip_bad_ports():

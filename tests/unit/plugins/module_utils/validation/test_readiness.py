@@ -763,3 +763,61 @@ def test_endpoint_from_option_reads_rank_and_nnodes():
     assert (ep.rank, ep.nnodes) == (2, 3)
     ep = rd.Endpoint.from_option({'url': 'http://h:1'})
     assert (ep.rank, ep.nnodes) == (0, 1)
+
+
+# --- a prefill instance over several nodes: ready once every prefill rank registered at rank 0's bootstrap ----------
+
+ROUTE = ('GET', rd.BOOTSTRAP_ROUTE_QUERY)
+NOT_REGISTERED = (503, 'Prefill server not fully registered yet (8 workers registered)')
+
+
+def bootstrap_probe(route_answers, times):
+    """Probe rank 0 of a prefill instance over gpu-p0 and gpu-p1 at each of ``times``; /route answers in turn."""
+    answers = iter(route_answers)
+    routes = server_routes('prefill')
+    routes[ROUTE] = lambda: next(answers)
+    client = FakeClient(routes)
+    now = [0.0]
+    state = rd.EndpointState(rd.Endpoint('http://h:30000', name='sglang-prefill-0.service (node rank 0 of 2)', rank=0,
+                                         nnodes=2, nodes=['gpu-p0', 'gpu-p1'], bootstrap_url='http://h:8998'))
+    results = []
+    for moment in times:
+        now[0] = moment
+        results.append(rd.probe_server(client, state, True, deadline=1e12, interval=0.25, clock=lambda: now[0]))
+    return results, state, client
+
+
+def test_prefill_rank_zero_waits_until_every_rank_registered_at_its_bootstrap():
+    """Rank 0 answers /health and generates while a rank on the other node has not registered yet: not ready."""
+    results, state, client = bootstrap_probe([NOT_REGISTERED, (200, {'prefill_attn_tp_size': 8})], [0.0, 1.0])
+    assert results == [False, True]
+    assert '/route?prefill_dp_rank=-1&prefill_cp_rank=-1&target_tp_rank=-1&target_pp_rank=-1' in client.paths()
+    assert 'bootstrap /route -> 200' in state.last_status and not state.fatal
+
+
+def test_prefill_rank_zero_whose_other_rank_never_registers_fails_naming_the_node():
+    """Past the registration window a 503 is a rank that will never register: fatal, naming gpu-p1 and the URL."""
+    results, state, _client = bootstrap_probe([NOT_REGISTERED] * 3, [0.0, 10.0, 40.0])
+    assert results == [False, False, False]
+    assert state.fatal and 'gpu-p1' in state.fatal and 'http://h:8998' in state.fatal
+    assert '8 workers registered' in state.fatal and 'Could not fetch prefill parallel info' in state.fatal
+    assert 'not every prefill rank registered yet' in state.last_status
+
+
+def test_prefill_rank_zero_keeps_waiting_within_the_registration_window():
+    results, state, _client = bootstrap_probe([NOT_REGISTERED] * 2, [0.0, 29.0])
+    assert results == [False, False] and not state.fatal
+
+
+def test_a_bootstrap_that_does_not_answer_keeps_waiting_without_a_verdict():
+    """Refused (not 503) is no registration count: wait, as for a server still loading, until the timeout."""
+    results, state, _client = bootstrap_probe(['refused'] * 2, [0.0, 100.0])
+    assert results == [False, False] and not state.fatal
+    assert 'connection refused' in state.last_status
+
+
+def test_endpoint_from_option_reads_bootstrap_url_and_nodes():
+    ep = rd.Endpoint.from_option({'url': 'http://h:1', 'rank': 0, 'nnodes': 2, 'nodes': ['a', 'b'],
+                                  'bootstrap_url': 'http://h:8998/'})
+    assert (ep.bootstrap_url, ep.nodes) == ('http://h:8998', ['a', 'b'])
+    assert rd.Endpoint.from_option({'url': 'http://h:1'}).bootstrap_url is None
