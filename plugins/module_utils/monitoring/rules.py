@@ -121,7 +121,9 @@ def rule_groups(params: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
         "SGLangServerDown", 'up{job=~"sglang-prefill|sglang-decode"} == 0', "critical",
         "SGLang {{ $labels.role }} server {{ $labels.sglang_instance }} on {{ $labels.host }} is down",
         "Prometheus cannot scrape {{ $labels.instance }} (job {{ $labels.job }}) for %s: the server is stopped, "
-        "crashed, still loading its model or unreachable." % th["server_down_for"],
+        "crashed, still loading its model or unreachable.{{ with $labels.node_rank }} It is node rank {{ . }} of "
+        "{{ $labels.nnodes }} of one instance over several hosts: the instance serves only with every rank up, and "
+        "its ranks restart together (a rank cannot rejoin a running instance).{{ end }}" % th["server_down_for"],
         runbook, th["server_down_for"]))
     a.append(_alert(
         "SGLangRouterDown", 'up{job="sglang-router"} == 0', "critical",

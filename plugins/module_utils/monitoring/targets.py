@@ -137,8 +137,12 @@ def targets(topology: Dict[str, Any], monitoring_host: str,
                         "bind the instance to an address of %s that %s can reach (its host, or sglang_server_host "
                         "of %s), or run Prometheus on %s" % (inv_host, monitoring_host, inv_host, inv_host)))
                     continue
-                found.append({"job": "sglang-%s" % mode, "address": _strip(url),
-                              "labels": {"host": inv_host, "role": mode, "sglang_instance": inst["name"]}})
+                labels = {"host": inv_host, "role": mode, "sglang_instance": inst["name"]}
+                if (inst.get("nnodes") or 1) > 1:
+                    # One instance over several hosts: every node is scraped (a rank > 0's dummy server serves its own
+                    # schedulers' /metrics), and its series say which node of the one instance they come from.
+                    labels.update(node_rank=str(inst.get("node_rank") or 0), nnodes=str(inst["nnodes"]))
+                found.append({"job": "sglang-%s" % mode, "address": _strip(url), "labels": labels})
         router = entry.get("router")
         if router:
             url = router.get("prometheus_local_url") if same else router.get("prometheus_url")

@@ -222,3 +222,20 @@ def test_dashboard_files_are_every_shipped_dashboard_under_the_directory():
     out = mt.dashboard_files("/var/lib/grafana/dashboards/pdserve/", lambda name: "{%s}" % name)
     assert [f["path"] for f in out] == ["/var/lib/grafana/dashboards/pdserve/%s.json" % n for n in mt.DASHBOARDS]
     assert out[0]["content"] == "{pdserve-sglang-pd}"
+
+
+def test_an_instance_over_several_hosts_is_one_instance_with_a_target_per_node():
+    """decode-1 over gpu-d and gpu-d2: both nodes are scraped (each at its own address), labelled as the one instance
+    with their node rank; a single-host instance carries no node labels."""
+    spanning = dict(MULTI, **{"gpu-d2": {"ansible_host": "10.0.0.22", "sglang_server_host": "10.0.0.22"}})
+    spanning["gpu-d"] = dict(MULTI["gpu-d"], sglang_decode_instances=[
+        {"name": "decode-1", "port": 30002, "gpus": [0, 1], "nodes": ["gpu-d", "gpu-d2"], "dist_init_port": 30335}])
+    spanning["gpu-d2"]["sglang_decode_instances"] = spanning["gpu-d"]["sglang_decode_instances"]
+    groups = dict(GROUPS_MULTI, sglang_decode=["gpu-d", "gpu-d2"])
+    topo = build_topology(spanning, groups, defaults=TOPOLOGY_DEFAULTS)
+    found, problems = mt.targets(topo, "rt", settings(monitoring_hosts=["rt"], gpu_hosts=["gpu-p", "gpu-d", "gpu-d2"]))
+    assert problems == []
+    decode = sorted((t["address"], t["labels"]["host"], t["labels"]["sglang_instance"], t["labels"]["node_rank"],
+                     t["labels"]["nnodes"]) for t in found if t["job"] == "sglang-decode")
+    assert decode == [("10.0.0.21:30002", "gpu-d", "decode-1", "0", "2"), ("10.0.0.22:30002", "gpu-d2", "decode-1", "1", "2")]
+    assert all("node_rank" not in t["labels"] for t in found if t["job"] == "sglang-prefill")
