@@ -73,6 +73,17 @@ options:
     description: O(mode=initiator) only. This initiator's slot at the target.
     type: int
     default: 0
+  user:
+    description:
+      - Run the probe as this user (its primary and supplementary groups, C(HOME)) instead of the user the module
+        starts as. The module, started as root, runs the probe in a process of its own that drops root's privileges
+        before it loads NIXL and touches memory or the network, as the model servers run (so their user's access to
+        the GPUs and the fabric is what is proven); the module's process only hands back the result. With
+        O(mode=target) the directory of O(handoff_path) must be writable by that user.
+      - Unset, or the user the module already runs as, nothing changes. A user that does not exist fails the probe
+        before anything moves.
+    type: str
+    version_added: 0.4.0
 attributes:
   check_mode:
     support: none
@@ -110,6 +121,12 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+user:
+  description: The user the probe ran as (O(user), or the module's own where O(user) is unset).
+  returned: success
+  type: str
+  sample: sglang
+  version_added: 0.4.0
 memory:
   description: Where the buffers were.
   returned: success
@@ -160,8 +177,13 @@ ucx_tail:
   elements: str
 '''
 
+import json
+import os
+import pwd
+
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import run_as
 from ansible_collections.pdserve.sglang.plugins.module_utils.validation import kv_fabric
 
 
@@ -178,6 +200,7 @@ def argument_spec():
         handoff_path=dict(type='path'),
         handoff=dict(type='dict'),
         slot=dict(type='int', default=0),
+        user=dict(type='str'),
     )
 
 
@@ -207,21 +230,86 @@ def probe(params):
     return kv_fabric.run_initiator(params['name'], params['handoff'], params['slot'], rounds=params['rounds'], **common)
 
 
+class ProbeFailed(Exception):
+    """The probe's own process failed: ``kind`` is ``refused`` (cannot become the user), ``import`` or the name of the
+    exception it raised."""
+
+    def __init__(self, kind, text):
+        super(ProbeFailed, self).__init__(text)
+        self.kind = kind
+
+
+def _child_answer(params, runner):
+    """In the probe's process: become the user, probe, and say how it went (JSON-ready)."""
+    try:
+        refused = run_as(params['user'])
+        if refused:
+            return {'kind': 'refused', 'text': refused}
+        result = runner(params)
+        result['user'] = pwd.getpwuid(os.geteuid()).pw_name
+        return {'result': result}
+    except ImportError as exc:
+        return {'kind': 'import', 'text': str(exc)}
+    except Exception as exc:  # pylint: disable=broad-except  (NIXL's own errors; the parent names them)
+        return {'kind': type(exc).__name__, 'text': str(exc)}
+
+
+def probe_as(params, runner):
+    """``runner(params)`` as ``params['user']``: in a child process that drops root, so this module's own process
+    keeps root only to hand back the result (Ansible's payload, which exit_json still reads, is root's alone). Raises
+    ProbeFailed with the child's failure."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's answer is what the parent reads)
+        os.close(read)
+        try:
+            data = json.dumps(_child_answer(params, runner)).encode('utf-8')
+        except (TypeError, ValueError) as exc:
+            data = json.dumps({'kind': type(exc).__name__, 'text': 'the result is not JSON: %s' % exc}).encode('utf-8')
+        with os.fdopen(write, 'wb') as handle:
+            handle.write(data)
+        os._exit(0)  # never the parent's cleanup (Ansible removes its payload on exit)
+    os.close(write)
+    with os.fdopen(read, 'rb') as handle:
+        data = handle.read()
+    status = os.waitpid(child, 0)[1]
+    if not data:
+        raise ProbeFailed('died', 'the probe\'s process ended without an answer (wait status %d)' % status)
+    answer = json.loads(data.decode('utf-8'))
+    if 'result' not in answer:
+        raise ProbeFailed(answer['kind'], answer['text'])
+    return answer['result']
+
+
 def run_module(module, runner=None):
     wrong = problems(module.params)
     if wrong:
         module.fail_json(msg='; '.join(wrong))
+    user = module.params['user']
     try:
-        result = (runner or probe)(module.params)
+        if user:
+            result = probe_as(module.params, runner or probe)
+        else:
+            result = dict((runner or probe)(module.params), user=pwd.getpwuid(os.geteuid()).pw_name)
+    except ProbeFailed as exc:
+        if exc.kind == 'refused':
+            module.fail_json(msg='the probe cannot run as %s: %s' % (user, exc), ucx_tail=[])
+        elif exc.kind == 'import':
+            _import_failed(module, exc)
+        module.fail_json(msg='the NIXL probe failed: %s: %s' % (exc.kind, exc), ucx_tail=[])
     except ImportError as exc:
-        module.fail_json(msg='this interpreter cannot import NIXL and torch (%s): run the probe with the Python of the '
-                             'model servers\' venv, where the install layer put them' % exc, ucx_tail=[])
+        _import_failed(module, exc)
     except Exception as exc:  # NIXL raises its own errors (nixlNotFoundError, ...) and RuntimeError for a transfer
         module.fail_json(msg='the NIXL probe failed: %s: %s' % (type(exc).__name__, exc), ucx_tail=[])
     lines = result.pop('ucx_output', '').splitlines()
     result['ucx_tail'] = lines[-60:]
     result['msg'] = kv_fabric.summary(result)
     module.exit_json(changed=False, **result)
+
+
+def _import_failed(module, exc):
+    module.fail_json(msg='this interpreter cannot import NIXL and torch (%s): run the probe with the Python of the '
+                         'model servers\' venv, where the install layer put them' % exc, ucx_tail=[])
 
 
 def main():

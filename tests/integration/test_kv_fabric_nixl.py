@@ -28,12 +28,29 @@ def environment():
     return dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
 
 
-def start(environment, tmp_path, name, args):
+def start(environment, tmp_path, name, args, python=sys.executable):
     """The module in a process of its own, as Ansible runs it: its arguments in a file, its JSON on stdout."""
     path = tmp_path / (name + ".args.json")
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}), encoding="utf-8")
-    return subprocess.Popen([sys.executable, "-m", MODULE, str(path)], env=environment, cwd=str(tmp_path),
+    return subprocess.Popen([python, "-m", MODULE, str(path)], env=environment, cwd=str(tmp_path),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def python_for_everyone():
+    """An interpreter of this one's version whose standard library any user can read (a servers' venv is under /opt;
+    this test's own may live under root's home), or None."""
+    for python in ("/usr/bin/python3", sys.executable):
+        # Where it finds its standard library when root starts it (as the module is), read as nobody.
+        stdlib = subprocess.run([python, "-c", "import os, sys; print('%d.%d' % sys.version_info[:2]); "
+                                 "print(os.path.dirname(os.__file__))"], capture_output=True, text=True, check=False)
+        lines = stdlib.stdout.split()
+        if stdlib.returncode != 0 or len(lines) != 2 or lines[0] != "%d.%d" % sys.version_info[:2]:
+            continue
+        readable = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "test", "-r",
+                                   os.path.join(lines[1], "glob.py")], check=False)
+        if readable.returncode == 0:
+            return python
+    return None
 
 
 def finish(process, timeout=120):
@@ -98,3 +115,44 @@ def test_an_interpreter_without_nixl_is_named(environment, tmp_path):
                                                         if p != str(SITE)))
     result = finish(start(bare, tmp_path, "bare", {"mode": "in_process", "memory": "DRAM", "size_mib": 1}))
     assert result["failed"] and "cannot import NIXL and torch" in result["msg"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root (as Ansible starts the probe)")
+def test_started_as_root_the_probe_moves_the_buffer_as_the_user_it_is_given(environment, tmp_path):
+    """As the role runs it: started as root with user, both sides drop root before NIXL loads; the handoff is written
+    by that user into its own directory, and the pair moves its data intact."""
+    import pwd
+    import shutil
+    import tempfile
+
+    python = python_for_everyone()
+    if python is None:
+        pytest.skip("no Python %d.%d that user nobody can run (the probe's own user needs its interpreter)"
+                    % sys.version_info[:2])
+    nobody = pwd.getpwnam("nobody")
+    directory = tempfile.mkdtemp(prefix="pdserve-fabric-user-")
+    try:
+        os.chown(directory, nobody.pw_uid, nobody.pw_gid)
+        os.chmod(directory, 0o700)
+        handoff = pathlib.Path(directory) / "handoff.json"
+        target = start(environment, tmp_path, "target", {"mode": "target", "name": "fabric-decode", "slots": 1,
+                                                         "handoff_path": str(handoff), "memory": "DRAM", "size_mib": 1,
+                                                         "timeout": 60, "user": "nobody"}, python)
+        deadline = time.monotonic() + 60
+        while not handoff.exists() and target.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert handoff.exists(), finish(target)
+        assert handoff.stat().st_uid == nobody.pw_uid
+        sent = finish(start(environment, tmp_path, "init", {
+            "mode": "initiator", "name": "fabric-prefill", "handoff": json.loads(handoff.read_text(encoding="utf-8")),
+            "slot": 0, "memory": "DRAM", "rounds": 1, "timeout": 60, "user": "nobody"}, python))
+        received = finish(target)
+        assert not sent.get("failed") and not received.get("failed"), (sent, received)
+        assert [r["intact"] for r in received["received"]] == [True] and sent["directions"][1]["intact"]
+        assert sent["user"] == received["user"] == "nobody"
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    # A user the host does not have fails before anything moves.
+    result = finish(start(environment, tmp_path, "nouser", {"mode": "in_process", "memory": "DRAM", "size_mib": 1,
+                                                            "user": "pdserve-no-such-user"}))
+    assert result["failed"] and "no user pdserve-no-such-user on this host" in result["msg"]

@@ -111,3 +111,28 @@ def plan(want: Dict[str, Any], have: Dict[str, Any]) -> Tuple[List[List[str]], L
                 item["owner"], item["group"], item["mode"]):
             directories.append(dict(item, create=False))
     return commands, directories, skipped
+
+
+def run_as(user: str, ids: Any = os) -> Optional[str]:
+    """Become ``user`` for the rest of this process (its primary and supplementary groups, HOME, and ``/`` as the
+    working directory, as a unit's process starts): why not, or None once done or where it already is that user.
+
+    For a probe a module runs as root only to be allowed to start: it drops root before it touches memory or the network.
+    Whatever the module still imports afterwards must be readable by ``user`` (Ansible's payload is root's alone), so
+    the caller imports first. ``ids``: the os functions (a test passes a double)."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return "no user %s on this host (the install layer creates the service user; create it first)" % user
+    if ids.geteuid() == entry.pw_uid:
+        return None
+    if ids.geteuid() != 0:
+        return "only root can switch to %s, and this runs as uid %d" % (user, ids.geteuid())
+    ids.initgroups(user, entry.pw_gid)
+    ids.setgid(entry.pw_gid)
+    ids.setuid(entry.pw_uid)
+    if ids.geteuid() != entry.pw_uid or ids.getuid() != entry.pw_uid:
+        return "still uid %d after setuid(%d)" % (ids.geteuid(), entry.pw_uid)
+    ids.environ.update(HOME=entry.pw_dir, USER=user, LOGNAME=user)
+    ids.chdir("/")
+    return None

@@ -24,6 +24,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import control_character, env_problems, problem
+from ansible_collections.pdserve.sglang.plugins.module_utils.serving.unit_values import ACCOUNT_NAME
 
 # UCX_PROTO_INFO's tables (UCX's log lines: "[time] [host:pid:thread]" then the table), one per operation and context:
 #   | ucp_context_0 intra-node cfg#1 | remote memory write by ucp_put* from host memory to host |
@@ -207,6 +208,10 @@ def settings_problems(host: str, settings: Dict[str, Any], prefix: str = "sglang
     if not isinstance(expect, list) or not all(isinstance(name, str) and _TRANSPORT_NAME.match(name) for name in expect):
         bad("expect_transports", "must be a list of UCX transport names (lower case letters, digits, _), got %r"
             % (expect,), "e.g. [rc_mlx5] for RDMA, [tcp] where the hosts have only Ethernet, [] to accept any")
+    user = settings.get("user")
+    if not isinstance(user, str) or not ACCOUNT_NAME.fullmatch(user):
+        bad("user", "must be a user name (letters, digits, '_', '.', '-', not starting with a digit or '-'), got %r"
+            % (user,), "the model servers' service user, e.g. sglang (sglang_service_user)")
     python = settings.get("python")
     if not isinstance(python, str) or not python.startswith("/") or any(ch.isspace() for ch in python) \
             or control_character(python):

@@ -6,6 +6,9 @@ import grp
 import os
 import pwd
 
+import pytest
+
+from ansible_collections.pdserve.sglang.plugins.module_utils.host import service_account
 from ansible_collections.pdserve.sglang.plugins.module_utils.host.service_account import differs, plan
 
 WANT = {"name": "sglang", "group": "sglang", "home": "/var/lib/sglang", "shell": "/usr/sbin/nologin",
@@ -68,3 +71,80 @@ def test_differs_reads_the_host_and_fills_the_service_account_defaults(tmp_path)
     # Left out, the shell is the service_account module's default, which root's login shell is not.
     assert differs(dict(mine, shell=None)) is (me.pw_shell != "/usr/sbin/nologin")
     assert differs(dict(mine, config_dir=str(tmp_path / "missing"))) is True
+
+
+# --- run_as: a probe started as root drops it before it touches memory or the network ----------------------------------
+
+class FakeIds(object):
+    """The os functions run_as calls, recording them; ``uid``: whom the process runs as."""
+
+    def __init__(self, uid):
+        self.uid = uid
+        self.calls = []
+        self.environ = {}
+
+    def geteuid(self):
+        return self.uid
+
+    getuid = geteuid
+
+    def initgroups(self, user, gid):
+        self.calls.append(("initgroups", user, gid))
+
+    def setgid(self, gid):
+        self.calls.append(("setgid", gid))
+
+    def setuid(self, uid):
+        self.calls.append(("setuid", uid))
+        self.uid = uid
+
+    def chdir(self, path):
+        self.calls.append(("chdir", path))
+
+
+def test_run_as_drops_root_groups_first_then_the_user():
+    nobody = pwd.getpwnam("nobody")
+    ids = FakeIds(0)
+    assert service_account.run_as("nobody", ids) is None
+    # setgid after setuid would be refused: the groups go first, while still root.
+    assert ids.calls == [("initgroups", "nobody", nobody.pw_gid), ("setgid", nobody.pw_gid), ("setuid", nobody.pw_uid),
+                         ("chdir", "/")]
+    assert ids.environ == {"HOME": nobody.pw_dir, "USER": "nobody", "LOGNAME": "nobody"}
+
+
+def test_run_as_the_user_it_already_is_changes_nothing():
+    ids = FakeIds(pwd.getpwnam("nobody").pw_uid)
+    assert service_account.run_as("nobody", ids) is None and ids.calls == []
+
+
+def test_run_as_refuses_an_unknown_user_and_a_switch_it_is_not_allowed():
+    ids = FakeIds(0)
+    assert "no user pdserve-no-such-user" in service_account.run_as("pdserve-no-such-user", ids) and ids.calls == []
+    ids = FakeIds(1234)
+    assert "only root can switch to nobody" in service_account.run_as("nobody", ids) and ids.calls == []
+
+
+def test_run_as_says_so_when_the_switch_did_not_take():
+    class Stuck(FakeIds):
+        def setuid(self, uid):
+            self.calls.append(("setuid", uid))
+
+    assert "still uid 0" in service_account.run_as("nobody", Stuck(0))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root (the probe's real start)")
+def test_run_as_really_switches_a_process():
+    """In a child process: after run_as it is nobody, in nobody's groups, and cannot read root's files."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through the pipe)
+        os.close(read)
+        refused = service_account.run_as("nobody")
+        denied = not os.access("/root", os.R_OK)
+        os.write(write, ("%s %d %d %s" % (refused, os.getuid(), os.getgid(), denied)).encode())
+        os._exit(0)
+    os.close(write)
+    answer = os.read(read, 200).decode()
+    os.waitpid(child, 0)
+    nobody = pwd.getpwnam("nobody")
+    assert answer == "None %d %d True" % (nobody.pw_uid, nobody.pw_gid)

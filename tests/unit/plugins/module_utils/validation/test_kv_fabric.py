@@ -84,7 +84,8 @@ def test_the_device_runs_figures_are_what_the_parser_reads_from_their_own_ucx_li
 
 
 GOOD = {"memory": "VRAM", "device": 0, "size_mib": 64, "rounds": 4, "timeout": 120, "expect_transports": ["rc_mlx5"],
-        "min_gbps": 10.0, "python": "/opt/sglang/venv/bin/python", "environment": {"UCX_NET_DEVICES": "mlx5_0:1"}}
+        "min_gbps": 10.0, "python": "/opt/sglang/venv/bin/python", "environment": {"UCX_NET_DEVICES": "mlx5_0:1"},
+        "user": "sglang"}
 
 
 def test_good_settings_have_no_problem():
@@ -97,7 +98,8 @@ def test_good_settings_have_no_problem():
     ("rounds", 0), ("device", -1), ("timeout", 0), ("timeout", 4000), ("timeout", "fast"), ("min_gbps", -1),
     ("min_gbps", float("nan")), ("expect_transports", "tcp"), ("expect_transports", ["TCP"]),
     ("expect_transports", ["rc mlx5"]), ("python", "python3"), ("python", "/opt/x/bin/python; rm -rf /"),
-    ("python", "/opt/x\n/python"), ("environment", ["UCX_TLS=tcp"]),
+    ("python", "/opt/x\n/python"), ("environment", ["UCX_TLS=tcp"]), ("user", ""), ("user", None),
+    ("user", "sglang; id"), ("user", "-rf"), ("user", "a" * 40),
 ])
 def test_each_wrong_setting_is_named_with_a_fix(key, value):
     [problem] = F.settings_problems("gpu-decode-1", dict(GOOD, **{key: value}))
