@@ -40,6 +40,8 @@ _PREFIX = re.compile(r"^\s*\[[0-9.]+\]\s+\[[^]]*\]\s*")
 _CELLS = re.compile(r"^[|](.*)[|]\s*$")
 _TRANSPORT = re.compile(r"\b([a-z][a-z0-9_]*)/([A-Za-z0-9_:.-]+)")
 _ENDS = re.compile(r"\bfrom (.+?) to (.+?)\s*$")
+# A READ's table says it the other way round: "remote memory read by ucp_get*(multi) into cuda/GPU0 from cuda/dev[0]".
+_ENDS_READ = re.compile(r"\binto (.+?) from (.+?)\s*$")
 MEMORY_KINDS = {"DRAM": "host", "VRAM": "cuda"}
 
 
@@ -57,6 +59,15 @@ EMULATION = "software emulation"
 DATA_OPERATIONS = ("ucp_put", "ucp_get")
 
 
+def _ends(operation: str):
+    """(source kind, destination kind) of a UCX_PROTO_INFO operation, (None, None) where it names none."""
+    read = _ENDS_READ.search(operation)
+    if read:
+        return _kind(read.group(2)), _kind(read.group(1))
+    ends = _ENDS.search(operation)
+    return (_kind(ends.group(1)), _kind(ends.group(2))) if ends else (None, None)
+
+
 def proto_info(text: str) -> List[Dict[str, Any]]:
     """The operations UCX_PROTO_INFO printed in ``text``, once each: context, operation, rows (size range, protocol,
     transports), the transports and devices named, whether a row is software emulation, and whether it moves data."""
@@ -69,11 +80,10 @@ def proto_info(text: str) -> List[Dict[str, Any]]:
         parts = [part.strip() for part in cells.group(1).split("|")]
         if len(parts) == 2 and parts[0].startswith("ucp_context"):
             key = (parts[0], parts[1])
-            ends = _ENDS.search(parts[1])
+            source, destination = _ends(parts[1])
             scope = parts[0].split()[1] if len(parts[0].split()) > 1 else ""
             current = found.setdefault(key, {"context": parts[0], "scope": scope, "operation": parts[1], "rows": [],
-                                             "source": _kind(ends.group(1)) if ends else None,
-                                             "destination": _kind(ends.group(2)) if ends else None,
+                                             "source": source, "destination": destination,
                                              "transports": [], "devices": [], "emulated": EMULATION in parts[1].lower(),
                                              "data": any(name in parts[1] for name in DATA_OPERATIONS)})
             if current["rows"]:
@@ -118,8 +128,11 @@ def judge(result: Dict[str, Any], expect: Optional[List[str]] = None, min_gbps: 
         if min_gbps is not None and direction["gbps"] < min_gbps:
             problems.append("%s: %.2f GB/s, below the floor of %.2f GB/s" % (name, direction["gbps"], min_gbps))
     if result.get("memory") == "VRAM" and result.get("emulated"):
+        emulated = [op for op in result.get("operations") or [] if op.get("emulated")]
         problems.append("GPU memory moved by UCX's software emulation (staged through host memory): %s"
-                        % ", ".join(result.get("transports") or ["no transport named"]))
+                        % ("; ".join("%s over %s" % (_verb(op["operation"]), ", ".join(op["devices"]) or "no transport")
+                                     for op in emulated)
+                           or ", ".join(result.get("transports") or ["no transport named"])))
     if expect:
         learnt = result.get("transports") or []
         if not learnt:
@@ -133,6 +146,13 @@ def judge(result: Dict[str, Any], expect: Optional[List[str]] = None, min_gbps: 
     return problems
 
 
+def _verb(operation: str) -> str:
+    """"the READ (ucp_get)" or "the WRITE (ucp_put)" of a UCX_PROTO_INFO operation, else the operation itself."""
+    if "ucp_get" in operation:
+        return "the READ (ucp_get)"
+    return "the WRITE (ucp_put)" if "ucp_put" in operation else operation
+
+
 def summary(result: Dict[str, Any]) -> str:
     """One line: the directions with their bandwidth, the transports, emulation (a target: what it received)."""
     paired = "target" in result  # an initiator: its line names the pair; a direction is its operation
@@ -144,7 +164,9 @@ def summary(result: Dict[str, Any]) -> str:
     parts += ["slot %d: nothing received" % slot for slot in result.get("missing_slots", [])]
     return "%s %d MiB: %s; through %s%s" % (result.get("memory"), int(result.get("bytes", 0)) >> 20, ", ".join(parts),
                                             ", ".join(result.get("transports") or []) or "(UCX named no transport)",
-                                            " (software emulation)" if result.get("emulated") else "")
+                                            # of GPU memory (host memory's READ over tcp is emulated, and nothing)
+                                            " (software emulation)" if result.get("emulated")
+                                            and result.get("memory") == "VRAM" else "")
 
 
 def pair_report(initiators: List[Dict[str, Any]], targets: List[Dict[str, Any]], expect: Optional[List[str]] = None,
@@ -343,8 +365,12 @@ def path_figures(ucx_output: str, memory: str) -> Dict[str, Any]:
 # waits for each initiator's last WRITE, whose notification names its slot. Each initiator (a prefill host, the KV's
 # direction) WRITEs its pattern into its slot and READs the target's buffer back: the buffer moves both ways, both
 # started from the initiator, so the target needs no initiator's metadata. The target checks what was written; the
-# initiator what it read.
+# initiator what it read. The target keeps its agent (and its memory) until each initiator says it finished, after its
+# READ: a target that left at the WRITE's notification broke the READ back (NIXL_ERR_REMOTE_DISCONNECT, GPU memory of
+# two processes on the H200).
 _DONE = b"pdserve-fabric-done:"
+# pdserve-fabric-finished:<slot>:<1 when its WRITE completed, so its done notification comes or came, else 0>
+_FINISHED = b"pdserve-fabric-finished:"
 
 
 def target_handoff(agent: Any, torch: Any, slots: int, count: int, where: str) -> Dict[str, Any]:
@@ -365,20 +391,24 @@ def target_handoff(agent: Any, torch: Any, slots: int, count: int, where: str) -
 
 def serve_target(name: str, handoff_path: str, slots: int, memory: str = "DRAM", size_mib: int = 64, device: int = 0,
                  timeout: float = 120.0) -> Dict[str, Any]:
-    """Be the target of ``slots`` initiators: write the handoff file (mode 0600), wait for each initiator's done, and
-    check what each wrote (its slot's pattern, seed slot + 1)."""
+    """Be the target of ``slots`` initiators: write the handoff file (mode 0600), check what each wrote (its slot's
+    pattern, seed slot + 1) at its WRITE's done notification, and keep the buffers until each says it finished."""
     torch = _nixl()[0]
     where, count = _where(memory, device), size_mib << 20
     received: Dict[int, Dict[str, Any]] = {}
+    finished: Dict[int, bool] = {}  # slot -> whether its WRITE completed
     with _OutputCapture() as captured:
         agent = _agent(name)
         handoff = target_handoff(agent, torch, slots, count, where)
         receive, _send = handoff.pop("_buffers")
         _write_private(handoff_path, json.dumps(handoff))
         deadline = time.monotonic() + timeout
-        while len(received) < slots and time.monotonic() < deadline:
+        while not _all_finished(slots, finished, received) and time.monotonic() < deadline:
             for sender, messages in agent.get_new_notifs().items():
                 for message in messages:
+                    slot, wrote = _finished_slot(message)
+                    if slot is not None and 0 <= slot < slots:
+                        finished[slot] = wrote
                     if message.startswith(_DONE) and message[len(_DONE):].isdigit():
                         slot = int(message[len(_DONE):])
                         if 0 <= slot < slots and slot not in received:
@@ -393,10 +423,23 @@ def serve_target(name: str, handoff_path: str, slots: int, memory: str = "DRAM",
                 ucx_output=captured.text)
 
 
+def _finished_slot(message: bytes):
+    """(slot, whether its WRITE completed) of an initiator's finished notification, else (None, False)."""
+    fields = message[len(_FINISHED):].split(b":") if message.startswith(_FINISHED) else []
+    if len(fields) != 2 or not fields[0].isdigit() or fields[1] not in (b"0", b"1"):
+        return None, False
+    return int(fields[0]), fields[1] == b"1"
+
+
+def _all_finished(slots: int, finished: Dict[int, bool], received: Dict[int, Any]) -> bool:
+    """Every initiator finished, and the done notification of each whose WRITE completed has come."""
+    return len(finished) == slots and all(slot in received for slot, wrote in finished.items() if wrote)
+
+
 def run_initiator(name: str, handoff: Dict[str, Any], slot: int, memory: str = "DRAM", device: int = 0,
                   rounds: int = 4, timeout: float = 60.0) -> Dict[str, Any]:
     """WRITE this initiator's pattern into its slot of the target ``handoff`` describes, READ the target's buffer
-    back, and tell the target it is done. The WRITE's intactness is the target's to say."""
+    back, and tell the target it finished. The WRITE's intactness is the target's to say."""
     torch = _nixl()[0]
     where, count = _where(memory, device), int(handoff["bytes"])
     with _OutputCapture() as captured:
@@ -409,9 +452,17 @@ def run_initiator(name: str, handoff: Dict[str, Any], slot: int, memory: str = "
         peer = peer.decode() if isinstance(peer, bytes) else peer
         remote_receive = agent.deserialize_descs(base64.b64decode(handoff["receive"][slot]))
         remote_send = agent.deserialize_descs(base64.b64decode(handoff["send"]))
-        written = _transfer(agent, "WRITE", agent.get_xfer_descs(source), remote_receive, peer, rounds, timeout,
-                            notify=_DONE + str(slot).encode())
-        read = _transfer(agent, "READ", agent.get_xfer_descs(back), remote_send, peer, rounds, timeout)
+        written: List[float] = []
+        try:
+            written = _transfer(agent, "WRITE", agent.get_xfer_descs(source), remote_receive, peer, rounds, timeout,
+                                notify=_DONE + str(slot).encode())
+            read = _transfer(agent, "READ", agent.get_xfer_descs(back), remote_send, peer, rounds, timeout)
+        finally:
+            # After the READ (or a failure): only now may the target let its memory go.
+            try:
+                agent.send_notif(peer, _FINISHED + ("%d:%d" % (slot, 1 if written else 0)).encode())
+            except Exception:  # noqa: BLE001  a transfer's own error is the one to report; the target then times out
+                pass
         intact = bool((back == pattern(torch, count, 0, where)).all())
         del agent
     return dict(path_figures(captured.text, memory), memory=memory, device=where, bytes=count, agent=name,

@@ -117,3 +117,58 @@ def test_a_wrong_environment_variable_is_named_by_its_name(environment, variable
     [problem] = F.settings_problems("gpu-decode-1", dict(GOOD, environment=environment))
     assert problem["host"] == "gpu-decode-1" and problem["variable"] == variable
     assert problem["message"] and problem["fix"]
+
+
+@pytest.mark.parametrize("message, parsed", [
+    (b"pdserve-fabric-finished:0:1", (0, True)), (b"pdserve-fabric-finished:3:0", (3, False)),
+    (b"pdserve-fabric-finished:x:1", (None, False)), (b"pdserve-fabric-finished:1", (None, False)),
+    (b"pdserve-fabric-finished:1:2", (None, False)), (b"pdserve-fabric-done:0", (None, False)),
+])
+def test_an_initiators_finished_notification_names_its_slot_and_whether_it_wrote(message, parsed):
+    assert F._finished_slot(message) == parsed
+
+
+def test_the_target_keeps_its_buffers_until_every_initiator_finished_its_read_back():
+    """Done (the WRITE arrived) is not the end: the initiator still READs; only its finished lets the target go."""
+    assert not F._all_finished(2, {}, {0: {}, 1: {}})  # both WRITEs in, both READs still to come
+    assert not F._all_finished(2, {0: True}, {0: {}, 1: {}})
+    assert F._all_finished(2, {0: True, 1: True}, {0: {}, 1: {}})
+    # finished before its done notification was read: wait for it; an initiator whose WRITE failed sends none
+    assert not F._all_finished(1, {0: True}, {})
+    assert F._all_finished(1, {0: False}, {})
+
+
+PAIR = pathlib.Path(__file__).resolve().parents[3] / "fixtures" / "gpu" / "h200x1_kv_fabric_pair"
+
+
+def test_a_read_table_says_its_memory_the_other_way_round():
+    [read] = F.proto_info("| ucp_context_0 intra-node cfg#2 | remote memory read by ucp_get*(multi) into cuda/GPU0 from "
+                          "host memory |\n|  0..inf | software emulation | tcp/lo |")
+    assert (read["source"], read["destination"], read["data"], read["emulated"]) == ("host", "cuda", True, True)
+
+
+def test_the_h200_pair_read_gpu_memory_back_through_software_emulation_and_the_judge_names_it():
+    """Two processes on the H200 (kv_fabric_user.py): the WRITE went through cuda_ipc, the READ back through software
+    emulation over tcp at 0.45 GB/s. The reader missed the READ's table then and called the pair clean."""
+    said = json.loads((PAIR / "vram-initiator.json").read_text(encoding="utf-8"))
+    assert said["transports"] == ["cuda_ipc"] and said["emulated"] is False  # what the old reader reported
+    figures = F.path_figures((PAIR / "vram-initiator.ucx-tail.txt").read_text(encoding="utf-8"), "VRAM")
+    by_verb = {op["operation"].split(" by ")[0]: op for op in figures["operations"]}
+    assert by_verb["remote memory write"]["transports"] == ["cuda_ipc"] and not by_verb["remote memory write"]["emulated"]
+    assert by_verb["remote memory read"]["devices"] == ["tcp/lo"] and by_verb["remote memory read"]["emulated"]
+    assert figures["emulated"] and figures["transports"] == ["cuda_ipc", "tcp"]
+    [problem] = F.judge(dict(said, **figures))
+    assert problem == ("GPU memory moved by UCX's software emulation (staged through host memory): the READ (ucp_get) "
+                       "over tcp/lo")
+    assert [d["gbps"] for d in said["directions"]] == [473.351, 0.446]
+    assert said["user"] == "nobody"
+
+
+def test_the_h200_pair_moved_host_memory_through_tcp_both_ways_which_is_no_finding():
+    """tcp has no remote read of its own: UCX emulates the READ of host memory with messages, which stages nothing
+    (it is host memory already), so the judge passes it."""
+    said = json.loads((PAIR / "dram-initiator.json").read_text(encoding="utf-8"))
+    figures = F.path_figures((PAIR / "dram-initiator.ucx-tail.txt").read_text(encoding="utf-8"), "DRAM")
+    assert figures["transports"] == ["tcp"] and figures["emulated"]
+    assert [op["emulated"] for op in figures["operations"] if "ucp_get" in op["operation"]] == [True]
+    assert F.judge(dict(said, **figures)) == [] and said["user"] == "nobody"
