@@ -230,42 +230,32 @@ def probe(params):
     return kv_fabric.run_initiator(params['name'], params['handoff'], params['slot'], rounds=params['rounds'], **common)
 
 
-class ProbeFailed(Exception):
-    """The probe's own process failed: ``kind`` is ``refused`` (cannot become the user), ``import`` or the name of the
-    exception it raised."""
-
-    def __init__(self, kind, text):
-        super(ProbeFailed, self).__init__(text)
-        self.kind = kind
-
-
-def _child_answer(params, runner):
-    """In the probe's process: become the user, probe, and say how it went (JSON-ready)."""
+def outcome(params, runner):
+    """``{'result': ...}``, or ``{'msg': ...}`` saying why the probe failed; as ``params['user']`` where that is set."""
     try:
-        refused = run_as(params['user'])
-        if refused:
-            return {'kind': 'refused', 'text': refused}
         result = runner(params)
-        result['user'] = pwd.getpwuid(os.geteuid()).pw_name
-        return {'result': result}
     except ImportError as exc:
-        return {'kind': 'import', 'text': str(exc)}
-    except Exception as exc:  # NIXL's own errors too: the parent names them
-        return {'kind': type(exc).__name__, 'text': str(exc)}
+        return {'msg': 'this interpreter cannot import NIXL and torch (%s): run the probe with the Python of the model '
+                       'servers\' venv, where the install layer put them' % exc}
+    except Exception as exc:  # NIXL raises its own errors (nixlNotFoundError, ...) and RuntimeError for a transfer
+        return {'msg': 'the NIXL probe failed: %s: %s' % (type(exc).__name__, exc)}
+    return {'result': dict(result, user=pwd.getpwuid(os.geteuid()).pw_name)}
 
 
-def probe_as(params, runner):
-    """``runner(params)`` as ``params['user']``: in a child process that drops root, so this module's own process
-    keeps root only to hand back the result (Ansible's payload, which exit_json still reads, is root's alone). Raises
-    ProbeFailed with the child's failure."""
+def outcome_as(params, runner):
+    """``outcome`` in a child process that drops root first, so this module's own process keeps root only to hand
+    back the result (Ansible's payload, which exit_json still reads, is root's alone)."""
     read, write = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover (the child's answer is what the parent reads)
         os.close(read)
+        refused = run_as(params['user'])
+        answer = {'msg': 'the probe cannot run as %s: %s' % (params['user'], refused)} if refused \
+            else outcome(params, runner)
         try:
-            data = json.dumps(_child_answer(params, runner)).encode('utf-8')
+            data = json.dumps(answer).encode('utf-8')
         except (TypeError, ValueError) as exc:
-            data = json.dumps({'kind': type(exc).__name__, 'text': 'the result is not JSON: %s' % exc}).encode('utf-8')
+            data = json.dumps({'msg': 'the probe\'s result is not JSON: %s' % exc}).encode('utf-8')
         with os.fdopen(write, 'wb') as handle:
             handle.write(data)
         os._exit(0)  # never the parent's cleanup (Ansible removes its payload on exit)
@@ -274,42 +264,22 @@ def probe_as(params, runner):
         data = handle.read()
     status = os.waitpid(child, 0)[1]
     if not data:
-        raise ProbeFailed('died', 'the probe\'s process ended without an answer (wait status %d)' % status)
-    answer = json.loads(data.decode('utf-8'))
-    if 'result' not in answer:
-        raise ProbeFailed(answer['kind'], answer['text'])
-    return answer['result']
+        return {'msg': 'the probe\'s process ended without an answer (wait status %d)' % status}
+    return json.loads(data.decode('utf-8'))
 
 
 def run_module(module, runner=None):
     wrong = problems(module.params)
     if wrong:
         module.fail_json(msg='; '.join(wrong))
-    user = module.params['user']
-    try:
-        if user:
-            result = probe_as(module.params, runner or probe)
-        else:
-            result = dict((runner or probe)(module.params), user=pwd.getpwuid(os.geteuid()).pw_name)
-    except ProbeFailed as exc:
-        if exc.kind == 'refused':
-            module.fail_json(msg='the probe cannot run as %s: %s' % (user, exc), ucx_tail=[])
-        elif exc.kind == 'import':
-            _import_failed(module, exc)
-        module.fail_json(msg='the NIXL probe failed: %s: %s' % (exc.kind, exc), ucx_tail=[])
-    except ImportError as exc:
-        _import_failed(module, exc)
-    except Exception as exc:  # NIXL raises its own errors (nixlNotFoundError, ...) and RuntimeError for a transfer
-        module.fail_json(msg='the NIXL probe failed: %s: %s' % (type(exc).__name__, exc), ucx_tail=[])
+    answer = (outcome_as if module.params['user'] else outcome)(module.params, runner or probe)
+    if 'msg' in answer:
+        module.fail_json(msg=answer['msg'], ucx_tail=[])
+    result = answer['result']
     lines = result.pop('ucx_output', '').splitlines()
     result['ucx_tail'] = lines[-60:]
     result['msg'] = kv_fabric.summary(result)
     module.exit_json(changed=False, **result)
-
-
-def _import_failed(module, exc):
-    module.fail_json(msg='this interpreter cannot import NIXL and torch (%s): run the probe with the Python of the '
-                         'model servers\' venv, where the install layer put them' % exc, ucx_tail=[])
 
 
 def main():
