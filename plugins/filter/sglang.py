@@ -26,9 +26,7 @@ from ansible_collections.pdserve.sglang.plugins.module_utils.serving.topology im
     GROUPS,
     build_topology,
     host_part,
-    local_host,
 )
-from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import url_host
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.units import (
     changed_units,
     env_quote,
@@ -213,10 +211,9 @@ def wait_endpoints(topology, inventory_host, modes=("prefill", "decode")):
                 rank = inst.get("node_rank") or 0
                 endpoint.update(rank=rank, nnodes=inst["nnodes"], nodes=list(inst.get("nodes") or []),
                                 name="%s (node rank %d of %d)" % (inst["unit"], rank, inst["nnodes"]))
-                if mode == "prefill" and rank == 0 and inst.get("bootstrap_port"):
-                    # Rank 0's bootstrap server (bound as its API is) counts the prefill ranks of every node.
-                    endpoint["bootstrap_url"] = "http://%s:%s" % (url_host(local_host(inst["host"])),
-                                                                  inst["bootstrap_port"])
+                if mode == "prefill" and rank == 0 and inst.get("bootstrap_local_url"):
+                    # Rank 0's bootstrap server counts the prefill ranks of every node.
+                    endpoint["bootstrap_url"] = inst["bootstrap_local_url"]
             out.append(endpoint)
     return out
 

@@ -183,6 +183,9 @@ def _instance_urls(inst, address):
     host = reach_host(inst["host"], address, inst.get("advertise_host"))
     inst["url"] = _url(host, inst["port"])
     inst["local_url"] = _url(local_host(inst["host"]), inst["port"])
+    if inst.get("bootstrap_port"):
+        # A prefill's KV bootstrap server, bound as its API is: where its own host asks GET /route.
+        inst["bootstrap_local_url"] = _url(local_host(inst["host"]), inst["bootstrap_port"])
     inst["metrics_url"] = inst["url"] + "/metrics"
     inst["reach_host"] = host
 
