@@ -9,10 +9,11 @@ restarted, put back) unless it is the only worker of its type: the routers would
 request fails while it is away. Such a worker is refused unless a plain restart is asked for, which restarts it
 in place and says up front how long it will be away. In an upgrade or rollback the same in-place move also means
 that clients reach the new version before it is validated (it never leaves the router): that needs its own opt-in,
-``<prefix>_unvalidated_restart``, and the plan says so before anything starts.
+``<prefix>_unvalidated_restart``, and the plan says so before anything starts. An instance over several hosts is one
+worker: it leaves the routers by rank 0's URL, and its ranks stop and start together on every node.
 """
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
@@ -34,6 +35,19 @@ def _ordered(workers, order):
     return prefill + decode
 
 
+def _ranks(topology: Dict[str, Any], worker: Dict[str, Any]) -> Tuple[List[str], List[Dict[str, Any]]]:
+    """The hosts of a worker's ranks (rank 0's first) and its ranks > 0 as ``{host, node_rank, local_url}``: an instance
+    over several hosts is rolled as one, its ranks stopped and started together on every node (``_worker.yml``)."""
+    nodes = [n for n in worker.get("nodes") or [] if n != worker["inventory_host"]]
+    others = []
+    for node in nodes:
+        mine = [i for i in ((topology.get("hosts") or {}).get(node) or {}).get(worker["mode"]) or []
+                if i.get("name") == worker["name"]]
+        if mine:
+            others.append({"host": node, "node_rank": mine[0].get("node_rank"), "local_url": mine[0].get("local_url")})
+    return [worker["inventory_host"]] + [r["host"] for r in others], others
+
+
 def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, instances: Optional[List[str]] = None,
               order: str = "inventory", plain_restart: bool = False, variable: str = "sglang_operations_roll",
               upgrade: bool = False) -> Dict[str, Any]:
@@ -41,7 +55,8 @@ def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, insta
 
     ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every
     worker returned is a topology worker with ``in_service`` (false: in no router, so restarted without them and
-    not counted as a peer), ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
+    not counted as a peer), ``rank_hosts`` and ``other_ranks`` (every node of an instance over several hosts, see
+    _ranks), ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
     move: clients reach the new version before it is validated) and ``peers`` (how many workers of its type the stack
     has). ``variable`` prefixes the variable names the problems cite. ``upgrade``: the roll moves workers to another
     venv (upgrade or rollback); the opt-in for in-place workers is then ``<variable>_unvalidated_restart``.
@@ -56,7 +71,9 @@ def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, insta
     if not routers:
         problems.append(problem("all", "sglang_router", "the inventory has no router host",
                                 "a rolling restart drains workers through the router: put a host in sglang_router"))
-    known_hosts = sorted(set(w["inventory_host"] for w in all_workers))
+    # A worker over several hosts is selected by any of its nodes.
+    all_workers = [dict(w, rank_hosts=_ranks(topology, w)[0], other_ranks=_ranks(topology, w)[1]) for w in all_workers]
+    known_hosts = sorted(set(h for w in all_workers for h in w["rank_hosts"]))
     known_names = sorted(set(w["name"] for w in all_workers))
     for host in hosts or []:
         if host not in known_hosts:
@@ -69,7 +86,7 @@ def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, insta
                                     % (name, suggest(name, known_names)),
                                     "name instances of the inventory: %s" % ", ".join(known_names)))
     selected = [w for w in all_workers
-                if (not hosts or w["inventory_host"] in hosts) and (not instances or w["name"] in instances)]
+                if (not hosts or set(w["rank_hosts"]) & set(hosts)) and (not instances or w["name"] in instances)]
     # Only workers in service are in the routers: one out of service is restarted without them, and is no peer.
     peers = dict((mode, len([w for w in all_workers if w["mode"] == mode and w.get("in_service", True)]))
                  for mode in MODES)
@@ -80,18 +97,6 @@ def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, insta
         plain = in_service and peers[worker["mode"]] < 2
         worker = dict(worker, index=index, peers=peers[worker["mode"]], plain=plain, in_service=in_service,
                       unvalidated=plain and bool(upgrade))
-        nodes = worker.get("nodes") or []
-        if len(nodes) > 1:
-            # The roll restarts one unit on the worker's host: for an instance over several hosts that is rank 0 alone,
-            # whose shutdown broadcast ends the other ranks (they then stay down), so the new rank 0 waits for them at its
-            # rendezvous until dist_timeout and fails. Refused up front rather than broken half-way.
-            problems.append(problem(
-                worker["inventory_host"], "%s_instances" % variable,
-                "%s runs over several hosts (%s): a roll restarts its rank 0 alone, whose shutdown ends the ranks on %s "
-                "for good, so the restarted rank 0 waits for them until its dist_timeout and fails"
-                % (worker["name"], ", ".join(nodes), ", ".join(nodes[1:])),
-                "leave it out of the roll (select other instances or hosts) and restart it with the deploy play, which "
-                "stops its rank 0 first, then its other ranks, and starts them all together"))
         if worker["unvalidated"] and not plain_restart:
             problems.append(problem(
                 worker["inventory_host"], "%s_unvalidated_restart" % variable,
@@ -160,7 +165,10 @@ def plan_lines(plan: Dict[str, Any], estimates: Optional[Iterable[Any]] = (), dr
     lines = ["%s of %d worker(s), one at a time; each leaves %d router(s) (%s) and finishes its requests (up to %s s, "
              "then %s) before it restarts" % (what, len(plan["workers"]), len(routers), names, drain_timeout, then)]
     for number, worker in enumerate(plan["workers"], 1):
-        line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], worker["inventory_host"], worker["url"])
+        hosts = worker.get("rank_hosts") or [worker["inventory_host"]]
+        line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], ", ".join(hosts), worker["url"])
+        if len(hosts) > 1:
+            line += ": one instance over %d hosts, its ranks stopped (rank 0 first) and started together" % len(hosts)
         if not worker.get("in_service", True):
             line += ": out of service (in_service: false), so it is restarted without leaving or rejoining a router"
         elif worker.get("plain"):

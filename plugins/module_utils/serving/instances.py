@@ -212,10 +212,11 @@ def normalize(raw_list: Any, mode: str, inventory_host: str, server_host: str = 
                                         "[gpu-a, gpu-b]; or drop nodes for an instance on this host only"))
                 continue
             if inventory_host not in nodes:
-                # Another node's rank: this host renders nothing of it.
+                # Another node's rank (or another host's instance): this host renders nothing of it.
                 continue
-            nodes = list(nodes)
-            if raw.get("dist_init_host") is not None:
+            # One node: a single-host instance of that host, declared with the group's others (group_vars).
+            nodes = list(nodes) if len(nodes) > 1 else None
+            if nodes and raw.get("dist_init_host") is not None:
                 problems.append(problem(inventory_host, "%s.dist_init_host" % var, "is set on an instance over several "
                                         "nodes, whose dist-init address is rank 0's (%s): sglang_server_host of %s"
                                         % (nodes[0], nodes[0]),

@@ -7,7 +7,8 @@ A spanning instance is declared once (group_vars) with ``nodes``, its hosts in r
 the HTTP API the router gets, the prefill bootstrap server, the dist-init rendezvous). ``gpus`` are per node and the
 same on every node; ``tp_size``/``pp_size``/``ep_size``/``attn_dp_size`` are over all nodes (SGLang 0.5.23:
 GPUs per node = tp * pp / nnodes). Each host renders the instances whose ``nodes`` contain it; an instance without
-``nodes`` is a single-host instance.
+``nodes`` is a single-host instance, and one whose ``nodes`` name one host is a single-host instance of that host (so
+group_vars can declare every instance of a group, spanning or not).
 
 ``resolve`` runs on the controller once every host's instances are normalized: it derives for every node its rank,
 the dist-init address every node can reach (rank 0's private address, never loopback), the bootstrap host and the

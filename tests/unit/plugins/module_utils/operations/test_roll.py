@@ -239,13 +239,23 @@ def test_the_judge_names_every_lone_worker_of_the_host():
     assert refusal.startswith("prefill-0 (prefill), decode-0 (decode) on p: each the only worker of its type would stop")
 
 
-def test_an_instance_over_several_hosts_is_refused_by_the_roll(inventory):
-    """inventories/multinode_tp: restarting rank 0 alone ends the other ranks for good (its shutdown broadcast), so the
-    restarted rank 0 would wait out dist_timeout; the roll refuses such a worker before it starts."""
+def test_an_instance_over_several_hosts_is_one_worker_with_every_node(inventory):
+    """inventories/multinode_tp: each instance is one worker (rank 0's URL, as the routers know it) that names every node
+    of its ranks, so the roll stops and starts them together (restarting rank 0 alone would end the other ranks for good
+    by its shutdown broadcast, and the new rank 0 would wait for them until dist_timeout)."""
     topology = build_topology(*inventory("multinode_tp"), defaults=TOPOLOGY_DEFAULTS)
     plan = roll_plan(topology, plain_restart=True)
-    refused = [p for p in plan["problems"] if "runs over several hosts" in p["message"]]
-    assert len(refused) == 2 and all(p["variable"] == "sglang_operations_roll_instances" for p in refused)
-    assert "prefill-0 runs over several hosts (gpu-p0, gpu-p1)" in refused[0]["message"]
-    assert "ends the ranks on gpu-p1" in refused[0]["message"]
+    assert plan["problems"] == []
+    prefill = plan["workers"][0]
+    assert (prefill["name"], prefill["inventory_host"], prefill["rank_hosts"]) == ("prefill-0", "gpu-p0", ["gpu-p0", "gpu-p1"])
+    assert prefill["other_ranks"] == [{"host": "gpu-p1", "node_rank": 1, "local_url": "http://10.0.1.12:30000"}]
+    # Selected by any of its nodes; a host that runs a rank > 0 only is a known host.
+    chosen = roll_plan(topology, hosts=["gpu-d1"], plain_restart=True)
+    assert chosen["problems"] == [] and [w["name"] for w in chosen["workers"]] == ["decode-0"]
+    assert plan_lines(plan)[1] == ("1. prefill-0 (prefill on gpu-p0, gpu-p1, http://10.0.1.11:30000): one instance over "
+                                   "2 hosts, its ranks stopped (rank 0 first) and started together: the only prefill "
+                                   "worker, restarted in place - every request fails while it is away: expect an outage "
+                                   "of about its load time (unknown: no 'fired up' line since its last start) (its last "
+                                   "start took that long), plus the router's health checks")
     assert roll_plan(stack(), plain_restart=True)["problems"] == []
+    assert all(w["other_ranks"] == [] and w["rank_hosts"] == [w["inventory_host"]] for w in roll_plan(stack())["workers"])

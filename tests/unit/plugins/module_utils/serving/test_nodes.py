@@ -88,6 +88,19 @@ def test_an_instance_without_nodes_stays_single_host():
     assert len(topo["workers"]["prefill"]) == 2
 
 
+def test_an_instance_of_one_node_is_a_single_host_instance_of_that_node():
+    """group_vars can declare every instance of a group: nodes of one host pins a single-host instance there."""
+    pinned = {"name": "prefill-9", "nodes": ["b"], "gpus": [0], "port": 30020, "bootstrap_port": 8997,
+              "dist_init_port": 30355}
+    topo = topology(prefill=[dict(PREFILL, gpus=[4, 5, 6, 7]), pinned], hosts={"b": {"sglang_server_host": "10.0.1.12"}})
+    assert topo["problems"] == []
+    assert [i["name"] for i in topo["hosts"]["a"]["prefill"]] == ["prefill-0"]
+    mine = topo["hosts"]["b"]["prefill"][1]
+    assert (mine["name"], mine["nodes"], mine["nnodes"], mine["node_rank"]) == ("prefill-9", None, 1, 0)
+    assert mine["dist_init_host"] == "127.0.0.1" and "--nnodes" not in argv(server_args(mine, MODEL))
+    assert sorted(w["url"] for w in topo["workers"]["prefill"]) == ["http://10.0.1.11:30000", "http://10.0.1.12:30020"]
+
+
 def test_the_command_line_of_each_rank():
     topo = topology()
     rank1 = topo["hosts"]["d"]["decode"][0]
