@@ -282,7 +282,11 @@ def ready_line(endpoint):
 def precompile_runs(units, names, timeout, gpu_facts=None):
     """The precompile entries (module_utils/serving/precompile.py) of the named ``units`` (server_units' results)
     that can be precompiled, each with its ``argv`` (systemd-run with the unit's settings, ``--timeout``) and the
-    record's ``inputs`` keyed by the GPUs of the instance (``gpu_facts``: the host's gpu_facts result)."""
+    record's ``inputs`` keyed by the GPUs of the instance (``gpu_facts``: the host's gpu_facts result).
+
+    The runs of instances over several hosts come first, by name: every node runs them in the same order, one after
+    the other, so each rank 0 finds its other ranks compiling beside it (two nodes in opposite orders would each wait
+    at a rendezvous for a rank the other has not started); the single-host ones follow in the units' order."""
     names = set(names or [])
     host_gpus = (gpu_facts or {}).get("gpus") or []
     out = []
@@ -291,7 +295,7 @@ def precompile_runs(units, names, timeout, gpu_facts=None):
         if unit.get("name") in names and entry:
             out.append(dict(entry, argv=serving_precompile.systemd_run_argv(entry, timeout), unit_of=unit["unit"],
                             inputs=serving_precompile.record_inputs(entry, host_gpus)))
-    return out
+    return sorted(out, key=lambda run: (0, run["name"]) if run.get("spans") else (1, ""))
 
 
 def precompile_wanted(setting, gpu_facts=None):

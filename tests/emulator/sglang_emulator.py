@@ -3,7 +3,6 @@
 """GPU-free stand-in for ``python -m sglang.launch_server`` (see README.md here)."""
 import logging
 import os
-import socket
 import sys
 import threading
 import time
@@ -11,31 +10,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from sglemu import cli  # noqa: E402
-
-
-def listen_like_tcpstore(port):
-    """A listening socket bound the way torch's TCPStore server binds (pytorch/pytorch#173909): the wildcard,
-    never the host it was given. torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp
-    (LibUVStoreDaemon::init, tryListen): first "::" dual-stack (uv_tcp_bind without UV_TCP_IPV6ONLY, so IPv4 too),
-    then "0.0.0.0"; libuv sets SO_REUSEADDR. A port another socket listens on fails both: the last error is raised."""
-    error = None
-    for family, host in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
-        try:
-            sock = socket.socket(family, socket.SOCK_STREAM)
-        except OSError as exc:
-            error = exc
-            continue
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            sock.bind((host, port))
-            sock.listen(16)
-            return sock
-        except OSError as exc:
-            sock.close()
-            error = exc
-    raise error
 
 
 def main(argv=None):
@@ -61,7 +35,7 @@ def main(argv=None):
     if args.dist_init_addr:
         _host, _sep, port = args.dist_init_addr.rpartition(":")
         try:
-            rendezvous = listen_like_tcpstore(int(port))
+            rendezvous = ranks.listen_like_tcpstore(int(port))
         except (OSError, ValueError) as exc:
             log.error("torch.distributed.DistNetworkError: The server socket has failed to listen "
                       "on any local network address. port: %s, %s (--dist-init-addr %s)",

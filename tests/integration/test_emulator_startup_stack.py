@@ -99,3 +99,40 @@ def test_two_instances_compiling_into_one_directory_crash(tmp_path):
     finally:
         for emu in emus:
             emu.stop()
+
+
+def _compile_rank(tmp_path, node_rank, dist_port, timeout=30):
+    """sglang.compile_deep_gemm of one node of a decode instance over two nodes (tp 2, one GPU each)."""
+    emu = stack.Emulator("decode", args=("--log-level", "info", "--tp-size", "2", "--nnodes", "2", "--node-rank",
+                                         str(node_rank), "--dist-init-addr", "127.0.0.1:%d" % dist_port,
+                                         "--dist-timeout", str(timeout)),
+                         env=_caches(tmp_path / ("node%d" % node_rank)))
+    env = dict(os.environ, **emu.env, SGLANG_EMULATOR_COMPILE_TIME="1")
+    return subprocess.Popen([stack.PYTHON, COMPILE_DEEP_GEMM] + emu.args + ["--timeout", "60"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_compile_deep_gemm_over_two_nodes_waits_for_every_rank(tmp_path):
+    """Each node compiles its own rank; rank 0 holds the dist-init port and compiles only once the other rank joined,
+    which leaves on rank 0's broadcast; both fill their own cache."""
+    dist = stack.free_port()
+    leader = _compile_rank(tmp_path, 0, dist)
+    time.sleep(2)
+    assert leader.poll() is None  # waiting for rank 1 at its rendezvous, compiling nothing yet
+    assert not (tmp_path / "node0" / "cache").exists() or not any((tmp_path / "node0" / "cache").rglob("kernel.cubin"))
+    other = _compile_rank(tmp_path, 1, dist)
+    out0, err0 = leader.communicate(timeout=60)
+    out1, err1 = other.communicate(timeout=60)
+    assert leader.returncode == 0 and other.returncode == 0, (err0, err1)
+    assert "Rendezvous: node rank 1 joined" in err0 and "Sent ShutdownReq to node rank 1" in err0
+    for out, err in ((out0, err0), (out1, err1)):
+        assert "DeepGEMM Kernels compilation finished successfully." in out
+        assert "compiled 4 of 4 DeepGEMM kernel groups" in err
+    assert any((tmp_path / "node1" / "cache").rglob("kernel.cubin"))
+
+
+def test_compile_deep_gemm_over_two_nodes_fails_without_the_other_rank(tmp_path):
+    leader = _compile_rank(tmp_path, 0, stack.free_port(), timeout=2)
+    out, err = leader.communicate(timeout=60)
+    assert leader.returncode == 1 and "DeepGEMM Kernels compilation finished successfully." not in out
+    assert "DistStoreError: Timed out after 3 seconds waiting for clients. 0/1 clients joined." in err

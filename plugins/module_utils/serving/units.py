@@ -213,11 +213,15 @@ def server_unit(instance: Dict[str, Any], model: Dict[str, Any], settings: Dict[
                               "Environment of %s: what it runs (PDSERVE_*), transfer backend, shared model env, then the "
                               "instance's own env." % instance["unit"], variables)
     # The same command with sglang.compile_deep_gemm, in a transient unit with this unit's settings (precompile.py).
-    # Not over several hosts: every rank would have to compile at once on its own host (left to the operator).
-    precompile = None if instance.get("nodes") else precompile_entry(
+    # Over several hosts each node runs its own rank's: the play runs them at once, and rank 0 waits for the others
+    # at its rendezvous as the server does.
+    precompile = precompile_entry(
         instance["name"], list(first) + [word for line in lines for word in line],
         service + tail + V.hardening_lines(hardening) + writable, variables,
         caches["env"]["SGLANG_CACHE_DIR"] if caches else None, instance.get("gpus"))
+    if precompile is not None:
+        # Its ranks compile at once, one per node: precompile_runs orders such runs first, alike on every node.
+        precompile["spans"] = bool(instance.get("nodes"))
     return {
         "name": instance["name"],
         "unit": instance["unit"],

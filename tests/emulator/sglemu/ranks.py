@@ -38,6 +38,31 @@ REGISTER_PAUSE = 3.0
 DUMMY_PATHS = ("/health", "/health_generate", "/ping")
 
 
+def listen_like_tcpstore(port):
+    """A listening socket bound the way torch's TCPStore server binds (pytorch/pytorch#173909): the wildcard,
+    never the host it was given. torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp
+    (LibUVStoreDaemon::init, tryListen): first "::" dual-stack (uv_tcp_bind without UV_TCP_IPV6ONLY, so IPv4 too),
+    then "0.0.0.0"; libuv sets SO_REUSEADDR. A port another socket listens on fails both: the last error is raised."""
+    error = None
+    for family, host in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as exc:
+            error = exc
+            continue
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind((host, port))
+            sock.listen(16)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
 def dist_timeout(args):
     return args.dist_timeout if args.dist_timeout else DEFAULT_DIST_TIMEOUT
 

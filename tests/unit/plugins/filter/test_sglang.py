@@ -497,6 +497,18 @@ def test_precompile_runs_keys_the_record_by_the_instances_gpus():
     assert F.precompile_runs([run], ["p"], 60)[0]["inputs"]["gpus"] == ["GPUs not read"]
 
 
+def test_precompile_runs_of_instances_over_several_hosts_come_first_by_name():
+    """Every node runs its precompiles one after the other: the spanning instances first and in one order everywhere,
+    so no node compiles another instance while a rank 0 waits for it (opposite orders would wait for each other)."""
+    def unit(name, spans):
+        return {"name": name, "unit": "sglang-%s.service" % name, "precompile": {
+            "name": name, "unit": "sglang-precompile-%s.service" % name, "command": ["python"], "properties": [],
+            "record": "/c/%s/r.json" % name, "gpus": [], "inputs": {"command": [], "env": {}}, "spans": spans}}
+    units = [unit("p-0", False), unit("z-1", True), unit("a-9", False), unit("b-2", True)]
+    runs = F.precompile_runs(units, ["p-0", "z-1", "a-9", "b-2"], 60)
+    assert [r["name"] for r in runs] == ["b-2", "z-1", "p-0", "a-9"]
+
+
 def test_precompile_wanted_refuses_an_unknown_setting():
     assert F.precompile_wanted("auto", {"gpus": [{"compute_capability_major": 9}]}) is True
     assert F.precompile_wanted("auto", None) is False and F.precompile_wanted("always") is True
