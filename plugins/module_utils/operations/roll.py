@@ -166,9 +166,8 @@ def plan_lines(plan: Dict[str, Any], estimates: Optional[Iterable[Any]] = (), dr
              "then %s) before it restarts" % (what, len(plan["workers"]), len(routers), names, drain_timeout, then)]
     for number, worker in enumerate(plan["workers"], 1):
         hosts = worker.get("rank_hosts") or [worker["inventory_host"]]
-        line = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], ", ".join(hosts), worker["url"])
-        if len(hosts) > 1:
-            line += ": one instance over %d hosts, its ranks stopped (rank 0 first) and started together" % len(hosts)
+        head = "%d. %s (%s on %s, %s)" % (number, worker["name"], worker["mode"], ", ".join(hosts), worker["url"])
+        line = head
         if not worker.get("in_service", True):
             line += ": out of service (in_service: false), so it is restarted without leaving or rejoining a router"
         elif worker.get("plain"):
@@ -180,6 +179,9 @@ def plan_lines(plan: Dict[str, Any], estimates: Optional[Iterable[Any]] = (), dr
                      % (worker["mode"], expected))
             if worker.get("unvalidated"):
                 line += "; clients reach the new version before it is validated"
+        if len(hosts) > 1:
+            line += "%sone instance over %d hosts, its ranks stopped (rank 0 first) and started together" % (
+                "; " if line != head else ": ", len(hosts))
         lines.append(line)
     return lines
 

@@ -252,10 +252,14 @@ def test_an_instance_over_several_hosts_is_one_worker_with_every_node(inventory)
     # Selected by any of its nodes; a host that runs a rank > 0 only is a known host.
     chosen = roll_plan(topology, hosts=["gpu-d1"], plain_restart=True)
     assert chosen["problems"] == [] and [w["name"] for w in chosen["workers"]] == ["decode-0"]
-    assert plan_lines(plan)[1] == ("1. prefill-0 (prefill on gpu-p0, gpu-p1, http://10.0.1.11:30000): one instance over "
-                                   "2 hosts, its ranks stopped (rank 0 first) and started together: the only prefill "
+    assert plan_lines(plan)[1] == ("1. prefill-0 (prefill on gpu-p0, gpu-p1, http://10.0.1.11:30000): the only prefill "
                                    "worker, restarted in place - every request fails while it is away: expect an outage "
                                    "of about its load time (unknown: no 'fired up' line since its last start) (its last "
-                                   "start took that long), plus the router's health checks")
+                                   "start took that long), plus the router's health checks; one instance over 2 hosts, "
+                                   "its ranks stopped (rank 0 first) and started together")
+    drained = roll_plan(topology, plain_restart=True)
+    drained["workers"][0]["plain"] = False
+    assert plan_lines(drained)[1] == ("1. prefill-0 (prefill on gpu-p0, gpu-p1, http://10.0.1.11:30000): one instance "
+                                      "over 2 hosts, its ranks stopped (rank 0 first) and started together")
     assert roll_plan(stack(), plain_restart=True)["problems"] == []
     assert all(w["other_ranks"] == [] and w["rank_hosts"] == [w["inventory_host"]] for w in roll_plan(stack())["workers"])
