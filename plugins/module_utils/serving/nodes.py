@@ -80,6 +80,29 @@ def declared_elsewhere(raw_list: Any, host: str) -> int:
     return count
 
 
+def unplaced(host_vars: Dict[str, Dict[str, Any]], members: Dict[str, List[str]],
+             group_names: Dict[str, str]) -> List[Dict[str, Any]]:
+    """A problem per instance whose ``nodes`` name no host of its mode's group: every host skips it, so it would run
+    nowhere, silently (``resolve`` judges the nodes of an instance that some node renders)."""
+    problems, seen = [], set()
+    for mode in MODES:
+        for host in members[mode]:
+            raw_list = (host_vars.get(host) or {}).get("sglang_%s_instances" % mode)
+            for raw in raw_list if isinstance(raw_list, (list, tuple)) else []:
+                if not isinstance(raw, dict) or raw.get("nodes") is None or nodes_problem(raw["nodes"]) is not None:
+                    continue
+                key = (mode, str(raw.get("name")), tuple(raw["nodes"]))
+                if key in seen or any(node in members[mode] for node in raw["nodes"]):
+                    continue
+                seen.add(key)
+                problems.append(problem(host, "sglang_%s_instances[%s].nodes" % (mode, raw.get("name")),
+                                        "names %s, none of them a host of group %s, so no host would run %s"
+                                        % (", ".join(str(n) for n in raw["nodes"]), group_names[mode], raw.get("name")),
+                                        "name hosts of group %s (hosts.yml), rank 0 first: %s"
+                                        % (group_names[mode], ", ".join(members[mode]) or "none yet")))
+    return problems
+
+
 def dp_words(words: Any) -> Tuple[Optional[Any], bool]:
     """``(--dp-size value or None, whether --enable-dp-attention is given)`` from a list of extra_args words."""
     size, attention = None, False

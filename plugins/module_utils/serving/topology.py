@@ -354,6 +354,7 @@ def build_topology(host_vars: Dict[str, Any], groups: Optional[Dict[str, List[st
     problems.extend(_reachability_problems(hosts, workers, routers))
     found, warnings = spanning.resolve(hosts, members, names, ifnames)
     problems.extend(found)
+    problems.extend(spanning.unplaced(host_vars, members, names))
     shared, found = router_address.judge(routers, host_vars, dict((n, e["address"]) for n, e in hosts.items()),
                                          defaults[router_address.VARIABLE])
     problems.extend(found)

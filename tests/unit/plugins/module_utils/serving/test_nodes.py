@@ -101,6 +101,18 @@ def test_an_instance_of_one_node_is_a_single_host_instance_of_that_node():
     assert sorted(w["url"] for w in topo["workers"]["prefill"]) == ["http://10.0.1.11:30000", "http://10.0.1.12:30020"]
 
 
+@pytest.mark.parametrize("nodes", [["gpu-z"], ["gpu-y", "gpu-z"]])
+def test_an_instance_whose_nodes_name_no_host_of_the_group_is_refused(nodes):
+    """Every host would skip it (none is named), so it would run nowhere without a word."""
+    lost = {"name": "prefill-9", "nodes": nodes, "gpus": [0], "port": 30020, "bootstrap_port": 8997,
+            "dist_init_port": 30355}
+    topo = topology(prefill=[dict(PREFILL, gpus=[4, 5, 6, 7]), lost])
+    problem = one(topo, "a", "sglang_prefill_instances[prefill-9].nodes", ", ".join(nodes),
+                  "none of them a host of group sglang_prefill", "no host would run prefill-9")
+    assert "a, b" in problem["fix"]
+    assert len([p for p in topo["problems"] if "prefill-9" in p["variable"]]) == 1  # once, not once per host
+
+
 def test_the_command_line_of_each_rank():
     topo = topology()
     rank1 = topo["hosts"]["d"]["decode"][0]
