@@ -9,6 +9,7 @@
 #   PDSERVE_SCENARIOS  only these molecule scenarios (space/comma separated); default all under
 #                      extensions/molecule/, `platform` first
 #   PDSERVE_KEEP_GOING=1  run the later stages after a failure too (still exits non-zero)
+#   PDSERVE_PYTEST_WORKERS  pytest processes (pytest-xdist), default 2; 0 runs pytest in one process
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -106,7 +107,8 @@ PY
 
 stage_pytest() {
   local rc=0
-  python -m pytest -q || rc=$?
+  # Both cores (pytest-xdist), each test file on one worker: a module's shared stack stays in one process.
+  python -m pytest -q -n "${PDSERVE_PYTEST_WORKERS:-2}" --dist loadfile || rc=$?
   if ((rc == 5)); then
     # Exit 5 = nothing collected: acceptable only while there is no test file at all.
     # find -print -quit, not `find | grep -q`: grep's early exit can SIGPIPE find (pipefail: 141).
