@@ -134,17 +134,18 @@ def plan_line(host: str, entry: Dict[str, Any]) -> str:
 
 
 def merge(entries: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Entries of one host, merged by unit (and action: a worker change is not a restart) in first-seen order:
-    reasons joined, planned only if all were."""
+    """Entries of one host, merged by unit (and action: a worker change is not a restart; ``restart`` is the default,
+    so a rank restarted with its instance merges with its own files' change) in first-seen order: reasons joined,
+    planned only if all were."""
     merged: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
     order = []
     for entry in entries:
         unit = entry.get('unit')
-        key = (unit, entry.get('action'))
+        key = (unit, entry.get('action') if entry.get('action') != 'restart' else None)
         if key not in merged:
             merged[key] = {'unit': unit, 'reasons': [], 'planned': True}
-            if entry.get('action'):
-                merged[key]['action'] = entry['action']
+            if key[1]:
+                merged[key]['action'] = key[1]
             order.append(key)
         target = merged[key]
         for reason in entry.get('reasons') or []:

@@ -94,6 +94,18 @@ def test_plan_lines_and_merge():
     assert rp.plan_line("h", merged[1]) == "u2 on h: would restart (unit --x)"
 
 
+def test_a_rank_restarted_with_its_instance_merges_with_its_own_change():
+    """One line per unit: the rank's own file change and its instance's restart (action restart) are one restart; a
+    router's worker change (action workers) stays its own line."""
+    entries = [{"unit": "u", "reasons": ["unit --mem-fraction-static"], "planned": True},
+               {"unit": "u", "action": "restart", "reasons": ["instance i over a, b: changed on a, b"], "planned": True},
+               {"unit": "r", "action": "workers", "reasons": ["register prefill x"], "planned": True}]
+    merged = rp.merge(entries)
+    assert [rp.plan_line("a", m) for m in merged] == [
+        "u on a: would restart (unit --mem-fraction-static; instance i over a, b: changed on a, b)",
+        "r on a: would register/deregister workers, no restart (register prefill x)"]
+
+
 def test_side_by_side_venvs_are_named_by_their_directory():
     unit_a, env_a = render(venv="/opt/sglang/venvs/sglang-0.5.23")
     unit_b, env_b = render(venv="/opt/sglang/venvs/sglang-0.5.24", version="0.5.24")
