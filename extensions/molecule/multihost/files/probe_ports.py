@@ -4,9 +4,10 @@
 
 Argument: JSON ``{"table": [{host, ports, from: [groups or hosts]}], "source": [this host's name and group] (or
 one group), "self": host, "unauthenticated": [url]}``. Tries a TCP connection to every port of every other host of the
-table (all at once, 3 s each): it must be accepted exactly when a name of ``source`` is in ``from``. GETs every URL of ``unauthenticated`` without a key and expects 401. Prints
-JSON ``{"results": {"host:port": errno}, "statuses": {url: status}, "wrong": [...]}`` (errno 0: accepted, 111:
-refused, as a TCP reset answers) and exits 1 when anything is not as expected."""
+table (all at once, 3 s each): it must be accepted exactly when a name of ``source`` is in ``from``. GETs every URL
+of ``unauthenticated`` without a key and expects 401. Prints JSON ``{"results": {"host:port": errno}, "statuses":
+{url: status}, "wrong": [...]}`` (errno 0: accepted, 111: refused, as a TCP reset answers) and exits 1 when anything
+is not as expected."""
 import concurrent.futures
 import json
 import socket
