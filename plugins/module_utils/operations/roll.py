@@ -13,7 +13,7 @@ that clients reach the new version before it is validated (it never leaves the r
 worker: it leaves the routers by rank 0's URL, and its ranks stop and start together on every node.
 """
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional
 
 from ansible_collections.pdserve.sglang.plugins.module_utils.problems import problem, suggest
 from ansible_collections.pdserve.sglang.plugins.module_utils.serving.instances import MODES
@@ -35,19 +35,6 @@ def _ordered(workers, order):
     return prefill + decode
 
 
-def _ranks(topology: Dict[str, Any], worker: Dict[str, Any]) -> Tuple[List[str], List[Dict[str, Any]]]:
-    """The hosts of a worker's ranks (rank 0's first) and its ranks > 0 as ``{host, node_rank, local_url}``: an instance
-    over several hosts is rolled as one, its ranks stopped and started together on every node (``_worker.yml``)."""
-    nodes = [n for n in worker.get("nodes") or [] if n != worker["inventory_host"]]
-    others = []
-    for node in nodes:
-        mine = [i for i in ((topology.get("hosts") or {}).get(node) or {}).get(worker["mode"]) or []
-                if i.get("name") == worker["name"]]
-        if mine:
-            others.append({"host": node, "node_rank": mine[0].get("node_rank"), "local_url": mine[0].get("local_url")})
-    return [worker["inventory_host"]] + [r["host"] for r in others], others
-
-
 def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, instances: Optional[List[str]] = None,
               order: str = "inventory", plain_restart: bool = False, variable: str = "sglang_operations_roll",
               upgrade: bool = False) -> Dict[str, Any]:
@@ -55,8 +42,8 @@ def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, insta
 
     ``hosts`` and ``instances`` (inventory host names, instance names) select workers; empty selects all. Every
     worker returned is a topology worker with ``in_service`` (false: in no router, so restarted without them and
-    not counted as a peer), ``rank_hosts`` and ``other_ranks`` (every node of an instance over several hosts, see
-    _ranks), ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
+    not counted as a peer), ``rank_hosts`` (the hosts of its ranks, rank 0's first: every node of an instance over
+    several hosts), ``plain`` (restarted in place), ``unvalidated`` (an upgrade's in-place
     move: clients reach the new version before it is validated) and ``peers`` (how many workers of its type the stack
     has). ``variable`` prefixes the variable names the problems cite. ``upgrade``: the roll moves workers to another
     venv (upgrade or rollback); the opt-in for in-place workers is then ``<variable>_unvalidated_restart``.
@@ -71,8 +58,8 @@ def roll_plan(topology: Dict[str, Any], hosts: Optional[List[str]] = None, insta
     if not routers:
         problems.append(problem("all", "sglang_router", "the inventory has no router host",
                                 "a rolling restart drains workers through the router: put a host in sglang_router"))
-    # A worker over several hosts is selected by any of its nodes.
-    all_workers = [dict(w, rank_hosts=_ranks(topology, w)[0], other_ranks=_ranks(topology, w)[1]) for w in all_workers]
+    # An instance over several hosts is one worker on every node of its ranks (nodes: rank 0's first), selected by any.
+    all_workers = [dict(w, rank_hosts=list(w.get("nodes") or [w["inventory_host"]])) for w in all_workers]
     known_hosts = sorted(set(h for w in all_workers for h in w["rank_hosts"]))
     known_names = sorted(set(w["name"] for w in all_workers))
     for host in hosts or []:

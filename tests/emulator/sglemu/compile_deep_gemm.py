@@ -3,7 +3,8 @@
 The real one starts a server with the instance's arguments (CUDA graphs and torch.compile off), sends one request and
 leaves the DeepGEMM kernels in ``$SGLANG_DG_CACHE_DIR``; it needs the instance's port and GPUs. The emulator fills the
 same cache (``sglemu.startup``) without serving. Over several nodes (``--nnodes``) each node runs its own rank's tool
-with the same arguments but ``--node-rank``, and they meet as the server's ranks do (``sglemu.ranks``): rank 0 holds the
+with the same arguments but ``--node-rank``, and they meet as the server's ranks do (``sglemu.ranks``; the tool
+"handles multi-node (rank 0 waits for the others)": shared/research/startup-caches.md, Precompiling): rank 0 holds the
 dist-init port and waits for every other rank within ``--dist-timeout`` before it compiles (a rank that never comes fails
 it, as torch's store times out), a rank > 0 compiles once joined and exits on rank 0's broadcast when rank 0 is done.
 Where it differs: a port already in use fails at once (the real tool's server dies on it and the tool may talk to

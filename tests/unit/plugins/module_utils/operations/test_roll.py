@@ -248,7 +248,6 @@ def test_an_instance_over_several_hosts_is_one_worker_with_every_node(inventory)
     assert plan["problems"] == []
     prefill = plan["workers"][0]
     assert (prefill["name"], prefill["inventory_host"], prefill["rank_hosts"]) == ("prefill-0", "gpu-p0", ["gpu-p0", "gpu-p1"])
-    assert prefill["other_ranks"] == [{"host": "gpu-p1", "node_rank": 1, "local_url": "http://10.0.1.12:30000"}]
     # Selected by any of its nodes; a host that runs a rank > 0 only is a known host.
     chosen = roll_plan(topology, hosts=["gpu-d1"], plain_restart=True)
     assert chosen["problems"] == [] and [w["name"] for w in chosen["workers"]] == ["decode-0"]
@@ -262,4 +261,4 @@ def test_an_instance_over_several_hosts_is_one_worker_with_every_node(inventory)
     assert plan_lines(drained)[1] == ("1. prefill-0 (prefill on gpu-p0, gpu-p1, http://10.0.1.11:30000): one instance "
                                       "over 2 hosts, its ranks stopped (rank 0 first) and started together")
     assert roll_plan(stack(), plain_restart=True)["problems"] == []
-    assert all(w["other_ranks"] == [] and w["rank_hosts"] == [w["inventory_host"]] for w in roll_plan(stack())["workers"])
+    assert all(w["rank_hosts"] == [w["inventory_host"]] for w in roll_plan(stack())["workers"])
